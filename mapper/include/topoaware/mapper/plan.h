@@ -1,0 +1,93 @@
+// The launch plan: which logical rank each Slurm task becomes, with its GPU, NIC(s), CPU set
+// and the environment a launch exports. This is the one call the CLI (`topo-aware map`) and the
+// SPANK plugin share, so the plan a user inspects offline is byte for byte the plan a launch
+// applies.
+//
+// The mapper is a pure function of (fabric model, node models, request): no I/O, no environment.
+// Errors are reported by throwing topoaware::mapper::Error (see layout.h).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "topoaware/mapper/layout.h"
+#include "topoaware/topology/fabric.h"
+#include "topoaware/topology/node.h"
+
+namespace topoaware::mapper {
+
+enum class Algorithm { kTopo, kBlock, kCyclic, kRandom };
+
+struct Request {
+  std::vector<std::string> hosts;   // the step's hosts in Slurm's node order
+  std::vector<int> tasks_per_host;  // tasks (= GPUs used) per host, Slurm's order
+  Layout layout;
+  Algorithm algorithm = Algorithm::kTopo;
+  std::uint64_t seed = 1;           // for kRandom
+  // When Slurm already bound GPUs to tasks (cgroups): per task, the physical GPU index (NVML)
+  // it holds. Empty: free choice. Non-empty: the plan permutes ranks only.
+  std::vector<int> bound_gpu;
+  double refine_budget_ms = 200;    // swap refinement budget (deterministic: counted in moves)
+};
+
+struct TaskPlan {
+  int task = 0;                     // SLURM_PROCID
+  int rank = 0;                     // logical rank
+  std::uint32_t host = 0;           // index into Request::hosts
+  int local_rank = 0;
+  int node_rank = 0;
+  int gpu = -1;                     // NVML index on that host
+  std::string gpu_busid;
+  std::vector<std::string> nics;    // HCA names, nearest first
+  std::string netdev;               // socket interface for NCCL_SOCKET_IFNAME, when known
+  std::vector<std::uint32_t> cpus;  // NUMA-local CPU set of its GPU
+  std::vector<std::pair<std::string, int>> coords;  // ("tp",3), ("pp",1) ...
+};
+
+struct TierCost {
+  std::string tier;                 // "nvlink", "host", "leaf", "spine", ...
+  double bytes = 0;                 // bytes per step crossing this tier
+};
+
+struct DimCost {
+  std::string dim;
+  double seconds = 0;
+  int groups_in_host = 0, groups_in_leaf = 0, groups_across = 0;
+};
+
+struct CostReport {
+  double seconds = 0;               // modeled communication time per step
+  std::vector<DimCost> dims;
+  std::vector<TierCost> tiers;
+  std::string bottleneck;           // the most loaded link, in words
+};
+
+struct RankPlan {
+  std::vector<TaskPlan> tasks;      // indexed by task
+  std::vector<std::string> hosts;   // copy of the request's hosts
+  Layout layout;
+  Algorithm algorithm = Algorithm::kTopo;
+  CostReport cost;                  // of this plan
+  CostReport block_cost;            // of Slurm's block order on the same inputs
+  double lower_bound = 0;           // seconds; never above the optimum
+  bool rail_optimized = false;
+};
+
+// nodes[i] describes hosts[i] (the same pointer for hosts of one node type).
+RankPlan plan(const topology::Fabric& fabric,
+              const std::vector<const topology::NodeTopology*>& nodes, const Request& request);
+
+struct EnvOptions {
+  std::string master_port;          // empty: derived from job id
+  std::uint32_t job_id = 0;
+  std::string topo_file;            // NCCL_TOPO_FILE path for the task's node, empty: not set
+  bool one_gpu_visible = false;     // CUDA_VISIBLE_DEVICES=<its GPU> and LOCAL_RANK as usual
+};
+
+// The environment a launch exports for one task, in a stable order.
+std::vector<std::pair<std::string, std::string>> task_environment(const RankPlan& plan, int task,
+                                                                  const EnvOptions& options);
+
+}  // namespace topoaware::mapper

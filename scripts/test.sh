@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The whole test suite, as README's quick start runs it: installs what is missing, then builds
+# and tests twice -- a release build with warnings as errors (unit, CLI golden and real-Slurm
+# end-to-end tests) and an AddressSanitizer+UndefinedBehaviorSanitizer build (unit and CLI tests).
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+cd "$here"
+jobs=${JOBS:-$(nproc)}
+scripts/deps.sh test
+
+build() {  # dir, extra cmake args...
+  local dir=$1; shift
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTOPOAWARE_WERROR=ON "$@" >/dev/null
+  cmake --build "$dir" -j "$jobs"
+}
+
+echo "== release build (warnings as errors)"
+build build/release
+echo "== release tests"
+ctest --test-dir build/release --output-on-failure -j "$jobs"
+
+echo "== sanitizer build (ASan + UBSan)"
+build build/asan -DTOPOAWARE_SANITIZE=ON -DTOPOAWARE_BUILD_SPANK=OFF -DTOPOAWARE_BUILD_BENCH=OFF
+echo "== sanitizer tests"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir build/asan --output-on-failure -j "$jobs" -E '^e2e$'

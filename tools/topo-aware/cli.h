@@ -1,0 +1,35 @@
+// Shared pieces of the topo-aware command line. Each subcommand lives in its own cmd_*.cc and
+// registers itself with add_<name>(); main() turns exceptions into exit codes at one place:
+// 0 ok, 1 bad input (message names file:line / option), 2 usage.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <iosfwd>
+#include <string>
+
+namespace topoaware::cli {
+
+struct Common {
+  int verbose = 0;
+  bool quiet = false;
+};
+
+// Thrown by a subcommand for a usage problem CLI11 cannot see (exit 2).
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Writes `text` to `path`, or to stdout when path is empty or "-". Throws topology::Error.
+void write_output(const std::string& path, const std::string& text);
+
+// Every subcommand sets its callback through this, so output and errors are uniform.
+using Action = std::function<void()>;
+
+void add_discover(CLI::App& app, Common& common);
+void add_nccl_topo(CLI::App& app, Common& common);
+void add_fabric(CLI::App& app, Common& common);
+void add_map(CLI::App& app, Common& common);
+void add_inspect(CLI::App& app, Common& common);
+
+}  // namespace topoaware::cli

@@ -1,0 +1,64 @@
+// topo-aware: discover node and fabric topology, map ranks, explain plans offline.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include "cli.h"
+#include "topoaware/mapper/layout.h"
+#include "topoaware/topology/error.h"
+
+namespace topoaware::cli {
+
+void write_output(const std::string& path, const std::string& text) {
+  if (path.empty() || path == "-") {
+    std::cout << text;
+    std::cout.flush();
+    return;
+  }
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) {
+    throw topology::Error(topology::ErrorCode::kSystem, path, "cannot open for writing");
+  }
+  out << text;
+  if (!out.flush()) throw topology::Error(topology::ErrorCode::kSystem, path, "write failed");
+}
+
+}  // namespace topoaware::cli
+
+int main(int argc, char** argv) {
+  using namespace topoaware;
+  CLI::App app{"topo-aware: topology-aware rank mapping for multi-node GPU training on Slurm",
+               "topo-aware"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("topo-aware ") + TOPOAWARE_VERSION);
+  cli::Common common;
+  app.add_flag("-v,--verbose", common.verbose, "More detail (repeatable)");
+  app.add_flag("-q,--quiet", common.quiet, "Only errors");
+  app.fallthrough();
+
+  cli::add_discover(app, common);
+  cli::add_nccl_topo(app, common);
+  cli::add_fabric(app, common);
+  cli::add_map(app, common);
+  cli::add_inspect(app, common);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  } catch (const cli::UsageError& e) {
+    std::cerr << "topo-aware: " << e.what() << "\n";
+    return 2;
+  } catch (const topology::Error& e) {
+    std::cerr << "topo-aware: " << e.what() << "\n";
+    return 1;
+  } catch (const mapper::Error& e) {
+    std::cerr << "topo-aware: " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "topo-aware: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

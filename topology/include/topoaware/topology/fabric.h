@@ -1,0 +1,102 @@
+// The cluster half of the model: switches, hosts and the links between them, plus what is
+// derived from them once (tiers, locality levels, rails, NVLink domains, anomalies).
+//
+// Importers (ibnetdiscover, Slurm topology.conf, TOML) fill `graph` and `hosts`; analyze()
+// derives the rest. The mapper never walks the graph per rank pair: it reads `levels`, a chain
+// of nested host groups (innermost first) with the capacity leaving each group, which is the
+// locality key of DESIGN.md.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "topoaware/topology/graph.h"
+#include "topoaware/topology/node.h"
+
+namespace topoaware::topology {
+
+struct HostInfo {
+  VertexId vertex;                 // kHost vertex in Fabric::graph
+  std::string name;
+  std::vector<VertexId> leaves;    // tier-1 switches its ports attach to (sorted, unique)
+  // Per fabric-facing port in NIC order (port k of a rail-optimized host goes to rail k):
+  std::vector<VertexId> port_switch;   // switch the port attaches to
+  std::vector<double> port_gbps;       // its bandwidth (GB/s, one direction)
+  std::vector<std::string> port_nic;   // HCA/NIC name when known ("mlx5_3"), else empty
+  int nvlink_domain = -1;          // index into Fabric::nvlink_domains, -1 if none
+  std::string node_type;           // node type name (TOML description), empty if unknown
+  bool excluded = false;           // down / drained: not to be used
+  double degraded = 1.0;           // fraction of nominal fabric bandwidth still available
+};
+
+struct FabricTier {
+  int tier = 0;                    // 1 = leaf (hosts attached), upward by BFS
+  std::vector<VertexId> switches;
+  double down_gbps = 0;            // total bandwidth from this tier down (to hosts / tier-1)
+  double up_gbps = 0;              // total bandwidth from this tier up
+  double oversubscription = 1.0;   // down / up; 1.0 for the top tier
+};
+
+// One level of locality: a partition of the hosts into groups. Level 0 is the innermost
+// (a host alone, or an NVLink domain), the last level holds the whole connected fabric.
+struct LocalityLevel {
+  std::string name;                          // "host", "nvlink", "leaf", "pod", "spine"
+  std::vector<std::uint32_t> group_of_host;  // per host index
+  std::vector<double> group_uplink_gbps;     // per group: capacity leaving the group upward
+  std::vector<double> group_downlink_gbps;   // per group: capacity of its host-facing side
+  double latency_us = 0;                     // one-way latency of crossing this level
+};
+
+struct NvlinkDomain {
+  std::string name;                 // clusterUUID/cliqueId or a rack name
+  std::vector<std::uint32_t> hosts; // host indexes
+  double gpu_bandwidth = 0;         // GB/s per GPU inside the domain
+};
+
+struct Anomaly {
+  std::string kind;     // "slow-link", "orphan-host", "asymmetric-uplinks", ...
+  std::string message;  // human-readable, names the vertices and ports
+};
+
+// A node type: the hardware every host of that type has (a capture: hwloc XML, NCCL XML).
+struct NodeType {
+  std::string name;
+  std::string capture;  // path as written in the description
+  int gpus = -1;
+};
+
+struct Fabric {
+  Graph graph;
+  std::vector<HostInfo> hosts;
+  std::unordered_map<std::string, std::uint32_t> host_index;  // name -> index in hosts
+  std::string source;                 // "ibnetdiscover:/path", "slurm-topology:/path", "toml:/path"
+
+  // Derived by analyze():
+  std::vector<FabricTier> tiers;      // tiers[0] is tier 1
+  std::vector<LocalityLevel> levels;  // innermost first
+  std::vector<NvlinkDomain> nvlink_domains;
+  bool rail_optimized = false;
+  int rails = 0;                      // ports per host that go to distinct rail switches
+  std::vector<Anomaly> anomalies;
+  std::vector<NodeType> node_types;   // TOML descriptions only
+
+  // Slurm block topology (topology/block) when imported from one: block name -> host indexes.
+  std::vector<std::pair<std::string, std::vector<std::uint32_t>>> blocks;
+  std::vector<int> block_sizes;
+
+  // Index of a host by name, or -1.
+  std::int64_t find_host(const std::string& name) const {
+    auto it = host_index.find(name);
+    return it == host_index.end() ? -1 : static_cast<std::int64_t>(it->second);
+  }
+  // Group ids of a host, innermost level first.
+  std::vector<std::uint32_t> locality_key(std::uint32_t host) const;
+};
+
+// Derives tiers, levels, rails, NVLink domains and anomalies from graph + hosts.
+void analyze(Fabric& fabric);
+
+}  // namespace topoaware::topology
