@@ -1,0 +1,195 @@
+#include "config.h"
+
+#include <fnmatch.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <toml++/toml.h>
+
+#include "topoaware/topology/error.h"
+
+namespace topoaware::spank {
+namespace {
+
+using topology::Error;
+using topology::ErrorCode;
+
+constexpr const char* kKeys =
+    "fabric, guid_map, job_dir, policy, gpu_binding, overwrite_user_env, bind_cpus, "
+    "judge_allocation, master_port, capture";
+
+bool parse_bool(const std::string& value, const std::string& where, const std::string& key) {
+  if (value == "true" || value == "yes" || value == "1") return true;
+  if (value == "false" || value == "no" || value == "0") return false;
+  throw Error(ErrorCode::kBadInput, where, key + " must be true or false, not '" + value + "'");
+}
+
+// Paths in a config file are relative to that file, so a lab or a test can move as a whole.
+std::string resolve(const std::string& value, const std::string& base_file) {
+  if (value.empty() || base_file.empty() || value.front() == '/') return value;
+  return (std::filesystem::path(base_file).parent_path() / value).lexically_normal().string();
+}
+
+std::string where_of(const toml::node& node, const std::string& path) {
+  return topology::where(path, static_cast<long>(node.source().begin.line));
+}
+
+std::string scalar_text(const toml::node& node, const std::string& key, const std::string& where) {
+  if (auto s = node.value<std::string>()) return *s;
+  if (node.is_boolean()) return *node.value<bool>() ? "true" : "false";
+  if (node.is_integer()) return std::to_string(*node.value<std::int64_t>());
+  throw Error(ErrorCode::kBadInput, where, key + " must be a string, boolean or integer");
+}
+
+void load_file(Config& config, const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    throw Error(ErrorCode::kNotFound, path, "config file not found (plugstack config=)");
+  }
+  toml::table table;
+  try {
+    table = toml::parse_file(path);
+  } catch (const toml::parse_error& e) {
+    throw Error(ErrorCode::kBadInput,
+                topology::where(path, static_cast<long>(e.source().begin.line)),
+                std::string(e.description()));
+  }
+  config.path = path;
+  for (const auto& [key_node, value] : table) {
+    const std::string key(key_node.str());
+    const std::string where = where_of(value, path);
+    if (key == "node") {
+      const auto* array = value.as_array();
+      if (array == nullptr) {
+        throw Error(ErrorCode::kBadInput, where, "node must be an array of tables ([[node]])");
+      }
+      for (const auto& entry : *array) {
+        const auto* t = entry.as_table();
+        const std::string ewhere = where_of(entry, path);
+        if (t == nullptr) throw Error(ErrorCode::kBadInput, ewhere, "[[node]] must be a table");
+        NodeCapture capture;
+        for (const auto& [k, v] : *t) {
+          const std::string name(k.str());
+          const std::string vwhere = where_of(v, path);
+          if (name == "hosts") {
+            capture.hosts = scalar_text(v, name, vwhere);
+          } else if (name == "capture") {
+            capture.capture = resolve(scalar_text(v, name, vwhere), path);
+          } else {
+            throw Error(ErrorCode::kBadInput, vwhere,
+                        "unknown key '" + name + "' in [[node]] (known: hosts, capture)");
+          }
+        }
+        if (capture.hosts.empty() || capture.capture.empty()) {
+          throw Error(ErrorCode::kBadInput, ewhere, "[[node]] needs both hosts and capture");
+        }
+        config.nodes.push_back(std::move(capture));
+      }
+      continue;
+    }
+    if (value.is_table() || value.is_array()) {
+      throw Error(ErrorCode::kBadInput, where, "unknown table '" + key + "' (known: [[node]])");
+    }
+    std::string text = scalar_text(value, key, where);
+    if (key == "fabric" || key == "guid_map" || key == "job_dir" || key == "capture") {
+      text = resolve(text, path);
+    }
+    apply_setting(config, key, text, where);
+  }
+}
+
+}  // namespace
+
+void apply_setting(Config& config, const std::string& key, const std::string& value,
+                   const std::string& where) {
+  if (key == "fabric") {
+    config.fabric = value;
+  } else if (key == "guid_map") {
+    config.guid_map = value;
+  } else if (key == "job_dir") {
+    if (value.empty() || value.front() != '/') {
+      throw Error(ErrorCode::kBadInput, where, "job_dir must be an absolute path");
+    }
+    config.job_dir = value;
+  } else if (key == "policy") {
+    if (value == "fail-open") {
+      config.policy = Policy::kFailOpen;
+    } else if (value == "fail-closed") {
+      config.policy = Policy::kFailClosed;
+    } else {
+      throw Error(ErrorCode::kBadInput, where,
+                  "policy must be fail-open or fail-closed, not '" + value + "'");
+    }
+  } else if (key == "gpu_binding") {
+    if (value == "local-rank") {
+      config.gpu_binding = GpuBinding::kLocalRank;
+    } else if (value == "one-gpu") {
+      config.gpu_binding = GpuBinding::kOneGpu;
+    } else {
+      throw Error(ErrorCode::kBadInput, where,
+                  "gpu_binding must be local-rank or one-gpu, not '" + value + "'");
+    }
+  } else if (key == "overwrite_user_env") {
+    config.overwrite_user_env = parse_bool(value, where, key);
+  } else if (key == "bind_cpus") {
+    config.bind_cpus = parse_bool(value, where, key);
+  } else if (key == "judge_allocation") {
+    config.judge_allocation = parse_bool(value, where, key);
+  } else if (key == "master_port") {
+    if (!value.empty()) {
+      char* end = nullptr;
+      long port = std::strtol(value.c_str(), &end, 10);
+      if (*end != '\0' || port < 1 || port > 65535) {
+        throw Error(ErrorCode::kBadInput, where, "master_port must be 1-65535, not '" + value + "'");
+      }
+    }
+    config.master_port = value;
+  } else if (key == "capture") {
+    config.nodes.push_back({"*", value});
+  } else {
+    throw Error(ErrorCode::kBadInput, where,
+                "unknown key '" + key + "' (known: " + kKeys + ", [[node]])");
+  }
+}
+
+Config parse_plugstack(const std::vector<std::string>& args) {
+  Config config;
+  std::vector<std::pair<std::string, std::string>> overrides;
+  for (const auto& arg : args) {
+    auto eq = arg.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      throw Error(ErrorCode::kBadInput, "plugstack argument '" + arg + "'",
+                  "expected key=value (config=PATH or a setting)");
+    }
+    overrides.emplace_back(arg.substr(0, eq), arg.substr(eq + 1));
+  }
+  // The policy on the plugstack line must hold even when the file is broken, so it is applied
+  // before the file is read, and again after (the line wins).
+  for (const auto& [key, value] : overrides) {
+    if (key == "policy") apply_setting(config, key, value, "plugstack argument '" + key + "'");
+  }
+  for (const auto& [key, value] : overrides) {
+    if (key == "config") load_file(config, value);
+  }
+  for (const auto& [key, value] : overrides) {
+    if (key == "config") continue;
+    apply_setting(config, key, value, "plugstack argument '" + key + "=" + value + "'");
+  }
+  return config;
+}
+
+std::string capture_for(const Config& config, const std::string& host) {
+  for (const auto& node : config.nodes) {
+    if (fnmatch(node.hosts.c_str(), host.c_str(), 0) == 0) return node.capture;
+  }
+  return {};
+}
+
+const char* to_string(Policy policy) {
+  return policy == Policy::kFailClosed ? "fail-closed" : "fail-open";
+}
+const char* to_string(GpuBinding binding) {
+  return binding == GpuBinding::kOneGpu ? "one-gpu" : "local-rank";
+}
+
+}  // namespace topoaware::spank

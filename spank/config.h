@@ -1,0 +1,52 @@
+// The plugin's site configuration: what an admin writes in the TOML file named by the plugstack
+// argument `config=PATH` (documented, key by key, in etc/topo-aware.toml) and the `key=value`
+// overrides that may follow it on the plugstack line.
+//
+// Parsing is strict, like the rest of Slurm's plugstack: an unknown key, a wrong type or a bad
+// value is an error naming the file:line or the plugstack argument, so a typo never silently
+// turns a feature off. Errors are thrown as topology::Error; the facade catches them.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace topoaware::spank {
+
+enum class Policy { kFailOpen, kFailClosed };
+enum class GpuBinding { kLocalRank, kOneGpu };
+
+// Which node capture a host uses: the first entry whose glob (fnmatch) matches the host.
+struct NodeCapture {
+  std::string hosts;    // glob, e.g. "node*" or "gpu-[0-9]*"
+  std::string capture;  // hwloc XML or NCCL topology XML of that node type
+};
+
+struct Config {
+  std::string path;                   // the TOML file, empty when none was given
+  std::string fabric;                 // load_fabric() input; empty: hosts are judged alone
+  std::string guid_map;
+  std::string job_dir = "/tmp/topo-aware";
+  Policy policy = Policy::kFailOpen;
+  GpuBinding gpu_binding = GpuBinding::kLocalRank;
+  bool overwrite_user_env = false;
+  bool bind_cpus = true;
+  bool judge_allocation = true;
+  std::string master_port;            // empty: derived from the job id
+  std::vector<NodeCapture> nodes;     // per-host node captures, first match wins
+};
+
+// Parses plugstack arguments: `config=PATH` is read first wherever it appears, then every other
+// `key=value` overrides the file. Throws topology::Error naming the argument or file:line.
+Config parse_plugstack(const std::vector<std::string>& args);
+
+// Applies one setting (from TOML or a plugstack override); `where` names its origin.
+void apply_setting(Config& config, const std::string& key, const std::string& value,
+                   const std::string& where);
+
+// The node capture for `host`, or empty when the host has no entry.
+std::string capture_for(const Config& config, const std::string& host);
+
+const char* to_string(Policy policy);
+const char* to_string(GpuBinding binding);
+
+}  // namespace topoaware::spank

@@ -1,0 +1,348 @@
+/* topo-aware SPANK plugin: the C shell.
+ *
+ * A dispatcher over spank_context(): srun (local) checks the SPEC and judges the allocation
+ * before anything launches; sbatch/salloc (allocator) only check the SPEC; slurmstepd (remote)
+ * plans the step once per node in user_init and exports each task's environment in task_init.
+ * All logic lives behind the C facade (facade.h); spank.h is C-only, so it is included here and
+ * nowhere else. Failures follow the configured policy: fail-open warns once and leaves the job
+ * as Slurm launched it, fail-closed fails the tasks from task_init (a user_init failure alone
+ * would be dropped by Slurm, srun would still exit 0).
+ */
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <slurm/slurm.h>
+#include <slurm/spank.h>
+
+#include "facade.h"
+
+SPANK_PLUGIN(topo-aware, 1)
+
+#define TA_ERRLEN 1024
+#define TA_BATCH_STEP 0xfffffffbu       /* SLURM_BATCH_SCRIPT */
+#define TA_EXTERN_STEP 0xfffffffcu      /* SLURM_EXTERN_CONT */
+#define TA_INTERACTIVE_STEP 0xfffffffau /* SLURM_INTERACTIVE_STEP */
+
+/* Variables a task gets; the ones the user already set are left alone (unless configured). */
+static const char *const ta_exported[] = {
+    "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "NODE_RANK", "MASTER_ADDR",
+    "MASTER_PORT", "CUDA_VISIBLE_DEVICES", "NCCL_TOPO_FILE", "NCCL_IB_HCA", "NCCL_SOCKET_IFNAME",
+    "NCCL_CROSS_NIC", "TOPO_AWARE_RANK", "TOPO_AWARE_COORDS", NULL};
+
+/* One context struct for the remote side; -1 means "not decided yet". */
+static struct {
+  int skip;          /* 1: a step topo-aware leaves alone (batch, extern, option absent) */
+  int failed;        /* 1: user_init failed; task_init reports it (fail-closed) */
+  int node_local;    /* 1: the failure concerns this node only; the plan is still applied */
+  uint32_t node_id;
+  char reason[TA_ERRLEN];
+} remote = {-1, 0, 0, 0, ""};
+
+static int option_cb(int val, const char *optarg, int is_remote);
+
+static struct spank_option ta_option = {
+    "topo-aware", "SPEC",
+    "Map ranks to GPUs, NICs and CPUs by topology. SPEC: a parallel layout such as tp=8,pp=2 "
+    "(missing dims are 1, dp fills the rest); none means data parallel. Also TOPO_AWARE=SPEC.",
+    2, 0, option_cb};
+
+static int option_cb(int val, const char *optarg, int is_remote) {
+  char err[TA_ERRLEN] = "";
+  (void)val;
+  /* slurmstepd calls this twice (NULL, then ""); ta_set_spec is idempotent. */
+  if (ta_set_spec(optarg, err, sizeof err) != 0) {
+    if (!is_remote)
+      slurm_error("topo-aware: invalid --topo-aware=%s: %s", optarg ? optarg : "", err);
+    else
+      slurm_info("topo-aware: invalid --topo-aware=%s: %s", optarg ? optarg : "", err);
+    return -1;
+  }
+  return 0;
+}
+
+static void emit(void *arg, int level, const char *line) {
+  (void)arg;
+  if (level == 1) slurm_verbose("%s", line);
+  else if (level == 3) slurm_spank_log("%s", line);
+  else slurm_info("%s", line);
+}
+
+int slurm_spank_init(spank_t sp, int ac, char **av) {
+  char err[TA_ERRLEN] = "";
+  spank_context_t ctx = spank_context();
+  if (ctx != S_CTX_LOCAL && ctx != S_CTX_REMOTE && ctx != S_CTX_ALLOCATOR) return 0;
+  if (ta_configure(ac, av, err, sizeof err) != 0) {
+    slurm_error("topo-aware: %s", err);
+    return -1;
+  }
+  if (spank_option_register(sp, &ta_option) != ESPANK_SUCCESS) {
+    slurm_error("topo-aware: %s: cannot register --topo-aware", __func__);
+    return -1;
+  }
+  return 0;
+}
+
+/* The environment fallback for srun/sbatch/salloc; the option wins when both are given. */
+static int env_fallback_local(void) {
+  char err[TA_ERRLEN] = "";
+  const char *spec = getenv("TOPO_AWARE");
+  if (ta_active() || spec == NULL) return 0;
+  if (ta_set_spec(spec, err, sizeof err) != 0) {
+    slurm_error("topo-aware: invalid TOPO_AWARE=%s: %s", spec, err);
+    return -1;
+  }
+  return 0;
+}
+
+int slurm_spank_init_post_opt(spank_t sp, int ac, char **av) {
+  (void)sp;
+  (void)ac;
+  (void)av;
+  switch (spank_context()) {
+    case S_CTX_LOCAL:
+    case S_CTX_ALLOCATOR:
+      return env_fallback_local();
+    case S_CTX_REMOTE:
+      /* Still root here: the shared base of the per-job directories, if missing. */
+      ta_prepare_job_dir_base();
+      return 0;
+    default:
+      return 0;
+  }
+}
+
+/* Expands a Slurm hostlist into newline-separated names (malloc'd), or NULL. */
+static char *expand_hosts(const char *list) {
+  hostlist_t hl;
+  char *host, *out = NULL;
+  size_t len = 0;
+  if (list == NULL || *list == '\0') return NULL;
+  hl = slurm_hostlist_create(list);
+  if (hl == NULL) return NULL;
+  while ((host = slurm_hostlist_shift(hl)) != NULL) {
+    size_t n = strlen(host);
+    char *grown = realloc(out, len + n + 2);
+    if (grown == NULL) {
+      free(host);
+      free(out);
+      slurm_hostlist_destroy(hl);
+      return NULL;
+    }
+    out = grown;
+    memcpy(out + len, host, n);
+    out[len + n] = '\n';
+    out[len + n + 1] = '\0';
+    len += n + 1;
+    free(host);
+  }
+  slurm_hostlist_destroy(hl);
+  return out;
+}
+
+/* srun, after the allocation and before launch. */
+int slurm_spank_local_user_init(spank_t sp, int ac, char **av) {
+  char err[TA_ERRLEN] = "";
+  uint32_t job_id = 0, ntasks = 0;
+  job_info_msg_t *job = NULL;
+  char *hosts = NULL;
+  int rc;
+  (void)ac;
+  (void)av;
+  if (spank_context() != S_CTX_LOCAL || !ta_active()) return 0;
+  if (spank_get_item(sp, S_JOB_ID, &job_id) != ESPANK_SUCCESS ||
+      spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &ntasks) != ESPANK_SUCCESS) {
+    slurm_error("topo-aware: %s: job id or task count not available", __func__);
+    return ta_fail_closed() ? -1 : 0;
+  }
+  /* The node list is known before launch: ask slurmctld (one RPC, only with --topo-aware). */
+  if (slurm_load_job(&job, job_id, SHOW_DETAIL) == SLURM_SUCCESS && job != NULL &&
+      job->record_count > 0) {
+    hosts = expand_hosts(job->job_array[0].nodes);
+  }
+  if (job != NULL) slurm_free_job_info_msg(job);
+  rc = ta_local_check(job_id, hosts != NULL ? hosts : "", ntasks, emit, NULL, err, sizeof err);
+  free(hosts);
+  if (rc == -1) {
+    slurm_error("topo-aware: %s", err);
+    return -1;
+  }
+  if (rc != 0) {
+    if (ta_fail_closed()) {
+      slurm_error("topo-aware: %s (policy fail-closed: not launching)", err);
+      return -1;
+    }
+    /* slurmstepd warns about what it cannot do; here it is only the judgement that failed. */
+    slurm_verbose("topo-aware: cannot judge the allocation: %s", err);
+  }
+  return 0;
+}
+
+static void getenv_dup(spank_t sp, const char *name, char *buf, int len) {
+  if (spank_getenv(sp, name, buf, len) != ESPANK_SUCCESS) buf[0] = '\0';
+}
+
+static void remember_failure(const char *reason, int node_local) {
+  remote.failed = 1;
+  remote.node_local = node_local;
+  snprintf(remote.reason, sizeof remote.reason, "%s", reason);
+}
+
+/* slurmstepd, once per node per step, privileges dropped to the job's user. */
+int slurm_spank_user_init(spank_t sp, int ac, char **av) {
+  char err[TA_ERRLEN] = "";
+  static char nodelist[65536], tasks_per_node[4096], step_gpus[1024], host[256], spec[1024];
+  char probe[8];
+  char *hosts = NULL, *user_env = NULL;
+  size_t user_len = 0;
+  uint32_t step_id = 0, i;
+  struct ta_step step;
+  uint32_t *local_global = NULL;
+  int rc;
+  (void)ac;
+  (void)av;
+  if (spank_context() != S_CTX_REMOTE) return 0;
+  memset(&step, 0, sizeof step);
+  if (spank_get_item(sp, S_JOB_STEPID, &step_id) != ESPANK_SUCCESS) return 0;
+  if (step_id == TA_BATCH_STEP || step_id == TA_EXTERN_STEP || step_id == TA_INTERACTIVE_STEP) {
+    remote.skip = 1; /* the batch script itself is not a parallel step */
+    return 0;
+  }
+  if (!ta_active()) {
+    if (spank_getenv(sp, "TOPO_AWARE", spec, sizeof spec) == ESPANK_SUCCESS &&
+        ta_set_spec(spec, err, sizeof err) != 0) {
+      remote.skip = 0;
+      remember_failure(err, 0);
+      goto report;
+    }
+  }
+  if (!ta_active()) {
+    remote.skip = 1;
+    return 0;
+  }
+  remote.skip = 0;
+  spank_get_item(sp, S_JOB_ID, &step.job_id);
+  step.step_id = step_id;
+  spank_get_item(sp, S_JOB_UID, &step.uid);
+  spank_get_item(sp, S_JOB_GID, &step.gid);
+  spank_get_item(sp, S_JOB_NODEID, &step.node_id);
+  spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &step.ntasks);
+  spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &step.nlocal);
+  remote.node_id = step.node_id;
+
+  getenv_dup(sp, "SLURMD_NODENAME", host, sizeof host);
+  if (host[0] == '\0' && gethostname(host, sizeof host) != 0) host[0] = '\0';
+  getenv_dup(sp, "SLURM_STEP_NODELIST", nodelist, sizeof nodelist);
+  if (nodelist[0] == '\0') getenv_dup(sp, "SLURM_JOB_NODELIST", nodelist, sizeof nodelist);
+  getenv_dup(sp, "SLURM_STEP_TASKS_PER_NODE", tasks_per_node, sizeof tasks_per_node);
+  getenv_dup(sp, "SLURM_STEP_GPUS", step_gpus, sizeof step_gpus);
+  hosts = expand_hosts(nodelist);
+
+  /* What the user set explicitly, before Slurm or topo-aware touch the task environment. */
+  for (i = 0; ta_exported[i] != NULL; ++i) {
+    spank_err_t e = spank_getenv(sp, ta_exported[i], probe, sizeof probe);
+    if (e == ESPANK_SUCCESS || e == ESPANK_NOSPACE) {
+      size_t n = strlen(ta_exported[i]);
+      char *grown;
+      if (strcmp(ta_exported[i], "CUDA_VISIBLE_DEVICES") == 0 && step_gpus[0] != '\0') continue;
+      grown = realloc(user_env, user_len + n + 2);
+      if (grown == NULL) break;
+      user_env = grown;
+      memcpy(user_env + user_len, ta_exported[i], n);
+      user_env[user_len + n] = '\n';
+      user_env[user_len + n + 1] = '\0';
+      user_len += n + 1;
+    }
+  }
+
+  local_global = calloc(step.nlocal > 0 ? step.nlocal : 1, sizeof *local_global);
+  for (i = 0; local_global != NULL && i < step.nlocal; ++i) {
+    spank_get_item(sp, S_JOB_LOCAL_TO_GLOBAL_ID, i, &local_global[i]);
+  }
+  step.host = host;
+  step.hosts = hosts != NULL ? hosts : "";
+  step.tasks_per_node = tasks_per_node;
+  step.step_gpus = step_gpus;
+  step.user_env = user_env;
+  step.local_global = local_global;
+  if (local_global == NULL) step.nlocal = 0;
+
+  rc = ta_step_prepare(&step, err, sizeof err);
+  free(hosts);
+  free(user_env);
+  free(local_global);
+  if (rc == 0) {
+    slurm_debug("topo-aware: %s: step %u.%u planned on %s", __func__, step.job_id, step_id, host);
+    return 0;
+  }
+  remember_failure(err, rc == -2);
+
+report:
+  /* Only slurm_error/slurm_spank_log from user_init reach the user. A failure every node shares
+   * is told once (node 0); a node-local one by the node it happened on. */
+  if (ta_fail_closed()) {
+    slurm_info("topo-aware: %s (policy fail-closed)", remote.reason);
+  } else if (remote.node_local) {
+    slurm_spank_log("topo-aware: warning: %s on %s; its tasks get the plan without "
+                    "NCCL_TOPO_FILE", remote.reason, host);
+  } else if (remote.node_id == 0) {
+    slurm_spank_log("topo-aware: warning: %s; the job runs without topo-aware (fail-open)",
+                    remote.reason);
+  } else {
+    slurm_info("topo-aware: warning: %s; the job runs without topo-aware (fail-open)",
+               remote.reason);
+  }
+  return 0;
+}
+
+static int set_task_env(void *arg, const char *name, const char *value) {
+  return spank_setenv((spank_t)arg, name, value, 1) == ESPANK_SUCCESS ? 0 : -1;
+}
+
+/* slurmstepd, in each task's child just before exec. */
+int slurm_spank_task_init(spank_t sp, int ac, char **av) {
+  char err[TA_ERRLEN] = "";
+  char bind[64];
+  uint32_t task = 0;
+  int local = -1, slurm_bound;
+  (void)ac;
+  (void)av;
+  if (spank_context() != S_CTX_REMOTE || remote.skip != 0) return 0;
+  spank_get_item(sp, S_TASK_ID, &local);
+  if (remote.failed && !remote.node_local) {
+    if (!ta_fail_closed()) return 0;
+    /* Slurm drops a user_init failure; from task_init it fails the task and srun's exit code. */
+    if (local == 0) slurm_error("topo-aware: %s (policy fail-closed)", remote.reason);
+    return -1;
+  }
+  if (remote.failed && ta_fail_closed()) {
+    if (local == 0) slurm_error("topo-aware: %s (policy fail-closed)", remote.reason);
+    return -1;
+  }
+  if (!ta_step_ready()) return 0;
+  if (spank_get_item(sp, S_TASK_GLOBAL_ID, &task) != ESPANK_SUCCESS) {
+    slurm_error("topo-aware: %s: global task id not available", __func__);
+    return ta_fail_closed() ? -1 : 0;
+  }
+  if (ta_task_env(task, set_task_env, sp, err, sizeof err) != 0) {
+    slurm_error("topo-aware: task %u: %s", task, err);
+    return ta_fail_closed() ? -1 : 0;
+  }
+  getenv_dup(sp, "SLURM_CPU_BIND_TYPE", bind, sizeof bind);
+  slurm_bound = bind[0] != '\0' && strncmp(bind, "none", 4) != 0;
+  if (ta_task_bind(task, slurm_bound, err, sizeof err) < 0) {
+    slurm_info("topo-aware: task %u: CPU binding skipped: %s", task, err);
+  }
+  return 0;
+}
+
+int slurm_spank_exit(spank_t sp, int ac, char **av) {
+  (void)sp;
+  (void)ac;
+  (void)av;
+  if (spank_context() == S_CTX_REMOTE && remote.skip == 0) ta_step_finish();
+  return 0;
+}

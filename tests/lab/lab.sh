@@ -1,0 +1,295 @@
+#!/usr/bin/env bash
+# The topo-aware Slurm lab: a real Slurm cluster on this one machine -- munged, slurmctld and
+# four slurmd, each slurmd in its own network namespace (nsenter --net, unshare --uts) behind a
+# bridge, topology/tree with two leaves, eight fake GPU character devices per node, and the
+# topo-aware plugin in plugstack.conf. Facts this follows: ../shared/reference/slurm-lab.md.
+#
+# Usage: tests/lab/lab.sh up [--plugin SO] | down | status | env | plugstack none|ARGS...
+#        tests/lab/lab.sh config KEY=VALUE...   (rewrites the plugin's lab config)
+# Environment: TOPO_AWARE_LAB (default /tmp/topo-aware-lab), LAB_NODES (4), LAB_CPUS (8).
+# `up` is idempotent: a lab that is already up is reused (the plugin is refreshed). `down`
+# stops daemons by PID, kills what still runs in the lab's namespaces, deletes the namespaces,
+# the bridge and Slurm's cgroup directories, also after a failed or killed run.
+set -euo pipefail
+
+LAB=${TOPO_AWARE_LAB:-/tmp/topo-aware-lab}
+NODES=${LAB_NODES:-4}
+CPUS=${LAB_CPUS:-8}
+SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+BR=talab0
+NET=10.77.0
+say() { echo "lab: $*" >&2; }
+die() { echo "lab: error: $*" >&2; exit 1; }
+
+export SLURM_CONF=$LAB/etc/slurm.conf
+
+node_ns() { echo "talab-node$1"; }
+
+pid_alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+
+write_configs() {
+  local host; host=$(hostname -s)
+  mkdir -p "$LAB"/{etc,munge,state,spool,run,log,dev,plugin,jobs}
+  chmod 0755 "$LAB" "$LAB/munge"
+  {
+    echo "# topo-aware lab: $NODES virtual nodes, each slurmd in its own network namespace"
+    echo "ClusterName=topoawarelab"
+    echo "SlurmctldHost=$host($NET.1)"
+    cat <<EOF
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$LAB/munge/munge.socket.2
+SlurmctldPort=6817
+SlurmdPort=6818
+StateSaveLocation=$LAB/state
+SlurmdSpoolDir=$LAB/spool/%n
+SlurmctldPidFile=$LAB/run/slurmctld.pid
+SlurmdPidFile=$LAB/run/slurmd-%n.pid
+SlurmctldLogFile=$LAB/log/slurmctld.log
+SlurmdLogFile=$LAB/log/slurmd-%n.log
+SlurmctldDebug=info
+SlurmdDebug=info
+MailProg=/bin/true
+ProctrackType=proctrack/linuxproc
+TaskPlugin=${LAB_TASK_PLUGIN:-task/cgroup}
+SwitchType=switch/none
+MpiDefault=none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+GresTypes=gpu
+TopologyPlugin=topology/tree
+PlugStackConfig=$LAB/etc/plugstack.conf
+AccountingStorageType=accounting_storage/none
+JobAcctGatherType=jobacct_gather/none
+JobCompType=jobcomp/none
+SlurmdParameters=config_overrides
+ReturnToService=2
+KillWait=2
+MinJobAge=2
+InactiveLimit=0
+EOF
+    for i in $(seq 1 "$NODES"); do
+      echo "NodeName=node$i NodeAddr=$NET.$((10 + i)) CPUs=$CPUS RealMemory=2000 Gres=gpu:8 State=UNKNOWN"
+    done
+    echo "PartitionName=gpu Nodes=node[1-$NODES] Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO"
+  } >"$LAB/etc/slurm.conf"
+  local half=$((NODES / 2))
+  cat >"$LAB/etc/topology.conf" <<EOF
+SwitchName=leaf1 Nodes=node[1-$half]
+SwitchName=leaf2 Nodes=node[$((half + 1))-$NODES]
+SwitchName=spine Switches=leaf[1-2]
+EOF
+  echo "AutoDetect=off" >"$LAB/etc/gres.conf"
+  echo "NodeName=node[1-$NODES] Name=gpu File=$LAB/dev/nvidia[0-7]" >>"$LAB/etc/gres.conf"
+  cat >"$LAB/etc/cgroup.conf" <<EOF
+CgroupPlugin=autodetect
+ConstrainDevices=yes
+ConstrainCores=no
+ConstrainRAMSpace=no
+EOF
+  # Fake GPUs: Slurm wants character devices; major 195 is NVIDIA's, which is what the devices
+  # cgroup (ConstrainDevices) is asked to allow or deny.
+  for g in $(seq 0 7); do
+    [ -c "$LAB/dev/nvidia$g" ] || { rm -f "$LAB/dev/nvidia$g"; mknod "$LAB/dev/nvidia$g" c 195 "$g"; }
+  done
+  [ -f "$LAB/etc/topo-aware.toml" ] || write_plugin_config
+  [ -f "$LAB/etc/plugstack.conf" ] || write_plugstack "config=$LAB/etc/topo-aware.toml"
+}
+
+# The plugin's lab config: the fabric (H4's lab cluster description when present, else the
+# lab's own topology.conf), DGX H100 captures for every node, the lab's job directory.
+write_plugin_config() {
+  local fabric=$SRC/etc/lab-cluster.toml
+  [ -f "$fabric" ] || fabric=$LAB/etc/topology.conf
+  cat >"$LAB/etc/topo-aware.toml" <<EOF
+# Written by tests/lab/lab.sh
+fabric = "$fabric"
+job_dir = "$LAB/jobs"
+policy = "fail-open"
+$(for kv in "$@"; do echo "${kv%%=*} = \"${kv#*=}\""; done)
+
+[[node]]
+hosts = "node*"
+capture = "$SRC/tests/fixtures/nccl-topo/dgx-h100-topo.xml"
+EOF
+}
+
+write_plugstack() {
+  if [ "${1:-}" = none ]; then
+    : >"$LAB/etc/plugstack.conf"
+  else
+    echo "required $LAB/plugin/topo_aware.so $*" >"$LAB/etc/plugstack.conf"
+  fi
+}
+
+start_munge() {
+  if pid_alive "$LAB/run/munged.pid"; then return; fi
+  if [ ! -s "$LAB/munge/munge.key" ]; then
+    dd if=/dev/urandom of="$LAB/munge/munge.key" bs=1024 count=1 status=none
+    chmod 0400 "$LAB/munge/munge.key"
+  fi
+  munged -f --socket="$LAB/munge/munge.socket.2" --key-file="$LAB/munge/munge.key" \
+    --pid-file="$LAB/run/munged.pid" --log-file="$LAB/log/munged.log" \
+    --seed-file="$LAB/munge/munged.seed"
+}
+
+setup_network() {
+  if ! ip link show "$BR" >/dev/null 2>&1; then
+    ip link add "$BR" type bridge
+    ip addr add "$NET.1/24" dev "$BR"
+  fi
+  ip link set "$BR" up
+  for i in $(seq 1 "$NODES"); do
+    local ns; ns=$(node_ns "$i")
+    if [ -e "/run/netns/$ns" ] && nsenter --net="/run/netns/$ns" ip addr show eth0 2>/dev/null |
+        grep -q "$NET.$((10 + i))/"; then
+      continue
+    fi
+    ip netns del "$ns" 2>/dev/null || true
+    ip link del "talabv$i" 2>/dev/null || true
+    ip netns add "$ns"
+    ip link add "talabv$i" type veth peer name eth0 netns "$ns"
+    ip link set "talabv$i" master "$BR" up
+    nsenter --net="/run/netns/$ns" ip addr add "$NET.$((10 + i))/24" dev eth0
+    nsenter --net="/run/netns/$ns" ip link set eth0 up
+    nsenter --net="/run/netns/$ns" ip link set lo up
+  done
+}
+
+start_slurm() {
+  if ! pid_alive "$LAB/run/slurmctld.pid"; then
+    # -c: a fresh controller state each bring-up, so a lab never inherits drained nodes.
+    slurmctld -c -f "$SLURM_CONF"
+  fi
+  for i in $(seq 1 "$NODES"); do
+    if pid_alive "$LAB/run/slurmd-node$i.pid"; then continue; fi
+    nsenter --net="/run/netns/$(node_ns "$i")" unshare --uts \
+      sh -c "hostname node$i && exec slurmd -N node$i -f '$SLURM_CONF'"
+  done
+}
+
+wait_idle() {
+  local deadline=$((SECONDS + ${1:-60})) state
+  while [ $SECONDS -lt $deadline ]; do
+    state=$(sinfo -h -N -o '%N %T' 2>/dev/null | sort -u || true)
+    if [ -n "$state" ] && ! grep -vqE ' (idle|mixed|allocated)$' <<<"$state" &&
+        [ "$(wc -l <<<"$state")" -ge "$NODES" ]; then
+      return 0
+    fi
+    if grep -qE ' (drain|drained|down)' <<<"$state"; then
+      scontrol update nodename="node[1-$NODES]" state=resume >/dev/null 2>&1 || true
+    fi
+    sleep 0.2
+  done
+  say "nodes not idle after ${1:-60}s:"; sinfo -N >&2 || true
+  return 1
+}
+
+install_plugin() {
+  local so=$1
+  [ -f "$so" ] || die "plugin $so not found (build target topo_aware_spank)"
+  # A copy, replaced atomically: a running slurmstepd keeps the file it mapped.
+  cp "$so" "$LAB/plugin/.topo_aware.so.new"
+  mv -f "$LAB/plugin/.topo_aware.so.new" "$LAB/plugin/topo_aware.so"
+}
+
+cmd_up() {
+  local plugin=""
+  while [ $# -gt 0 ]; do
+    case $1 in
+      --plugin) plugin=$2; shift 2 ;;
+      *) die "up: unknown argument $1" ;;
+    esac
+  done
+  [ "$(id -u)" -eq 0 ] || die "needs root (namespaces, mknod, daemons)"
+  for b in munged slurmctld slurmd srun nsenter unshare ip; do
+    command -v "$b" >/dev/null || die "$b not installed (scripts/deps.sh lab)"
+  done
+  local t0=$SECONDS
+  write_configs
+  [ -z "$plugin" ] || install_plugin "$plugin"
+  start_munge
+  setup_network
+  start_slurm
+  wait_idle 60
+  say "up in $((SECONDS - t0))s: $LAB (export SLURM_CONF=$SLURM_CONF)"
+}
+
+kill_pidfile() {  # pidfile, seconds to wait
+  local f=$1 pid
+  [ -f "$f" ] || return 0
+  pid=$(cat "$f")
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 1 $((${2:-10} * 10))); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+  rm -f "$f"
+}
+
+cmd_down() {
+  [ "$(id -u)" -eq 0 ] || die "needs root"
+  # slurmd first: with the controller gone it waits ~10s to send epilog-complete messages.
+  for i in $(seq 1 "$NODES"); do kill_pidfile "$LAB/run/slurmd-node$i.pid" 10 & done
+  wait
+  # Anything still running in a node's namespace was started by this lab (slurmstepd, tasks).
+  for i in $(seq 1 "$NODES"); do
+    local ns; ns=$(node_ns "$i")
+    if [ -e "/run/netns/$ns" ]; then
+      for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null || true; done
+    fi
+  done
+  kill_pidfile "$LAB/run/slurmctld.pid" 10 &
+  kill_pidfile "$LAB/run/munged.pid" 5 &
+  wait
+  for i in $(seq 1 "$NODES"); do
+    ip netns del "$(node_ns "$i")" 2>/dev/null || true
+    ip link del "talabv$i" 2>/dev/null || true
+  done
+  ip link del "$BR" 2>/dev/null || true
+  # task/cgroup leaves slurm_<node> directories behind in every v1 controller.
+  local d
+  for d in /sys/fs/cgroup/*/slurm_node* /sys/fs/cgroup/*/slurm; do
+    [ -d "$d" ] || continue
+    find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null || true
+  done
+  say "down: no daemon, namespace or cgroup left"
+}
+
+cmd_status() {
+  local ok=0
+  for f in munged slurmctld $(for i in $(seq 1 "$NODES"); do echo "slurmd-node$i"; done); do
+    if pid_alive "$LAB/run/$f.pid"; then echo "$f: up ($(cat "$LAB/run/$f.pid"))"; else echo "$f: down"; ok=1; fi
+  done
+  return $ok
+}
+
+# Lists what a tear-down must leave behind: nothing. Exit 1 when something remains.
+cmd_leftovers() {
+  local left=0 f
+  for f in "$LAB"/run/*.pid; do
+    [ -f "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null && { echo "daemon: $f"; left=1; }
+  done
+  for i in $(seq 1 "$NODES"); do
+    [ -e "/run/netns/$(node_ns "$i")" ] && { echo "netns: $(node_ns "$i")"; left=1; }
+  done
+  ip link show "$BR" >/dev/null 2>&1 && { echo "bridge: $BR"; left=1; }
+  for f in /sys/fs/cgroup/*/slurm_node* /sys/fs/cgroup/*/slurm; do
+    [ -d "$f" ] && { echo "cgroup: $f"; left=1; }
+  done
+  return $left
+}
+
+case ${1:-} in
+  up) shift; cmd_up "$@" ;;
+  down) cmd_down ;;
+  status) cmd_status ;;
+  leftovers) cmd_leftovers ;;
+  env) echo "export SLURM_CONF=$SLURM_CONF" ;;
+  plugstack) shift; write_plugstack "$@" ;;
+  config) shift; write_plugin_config "$@" ;;
+  install) shift; install_plugin "$1" ;;
+  *) echo "usage: lab.sh up [--plugin SO] | down | status | leftovers | env | plugstack none|ARGS... | config KEY=VALUE... | install SO" >&2; exit 2 ;;
+esac

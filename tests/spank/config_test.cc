@@ -1,0 +1,92 @@
+// The plugin's configuration parser: etc/topo-aware.toml as shipped, plugstack overrides, and
+// the strictness promised to admins (unknown keys and bad values name where they are).
+#include "config.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "topoaware/topology/error.h"
+
+namespace topoaware::spank {
+namespace {
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  auto dir = std::filesystem::temp_directory_path() / "topo-aware-config-test";
+  std::filesystem::create_directories(dir);
+  auto path = dir / name;
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+std::string error_of(const std::vector<std::string>& args) {
+  try {
+    parse_plugstack(args);
+  } catch (const topology::Error& e) {
+    return e.what();
+  }
+  return {};
+}
+
+TEST(SpankConfig, ShippedExampleParsesWithDocumentedDefaults) {
+  Config c = parse_plugstack({std::string("config=") + TOPOAWARE_SOURCE_DIR + "/etc/topo-aware.toml"});
+  EXPECT_EQ(c.policy, Policy::kFailOpen);
+  EXPECT_EQ(c.gpu_binding, GpuBinding::kLocalRank);
+  EXPECT_FALSE(c.overwrite_user_env);
+  EXPECT_TRUE(c.bind_cpus);
+  EXPECT_EQ(c.job_dir, "/tmp/topo-aware");
+  ASSERT_FALSE(c.nodes.empty());
+  EXPECT_EQ(capture_for(c, "node3").empty(), false);
+}
+
+TEST(SpankConfig, PathsAreRelativeToTheFileAndFirstMatchingNodeWins) {
+  std::string path = write_temp("rel.toml",
+                                "fabric = \"cluster.toml\"\n"
+                                "[[node]]\nhosts = \"gpu-a*\"\ncapture = \"a.xml\"\n"
+                                "[[node]]\nhosts = \"gpu-*\"\ncapture = \"/abs/b.xml\"\n");
+  Config c = parse_plugstack({"config=" + path});
+  auto dir = std::filesystem::path(path).parent_path();
+  EXPECT_EQ(c.fabric, (dir / "cluster.toml").string());
+  EXPECT_EQ(capture_for(c, "gpu-a7"), (dir / "a.xml").string());
+  EXPECT_EQ(capture_for(c, "gpu-b1"), "/abs/b.xml");
+  EXPECT_EQ(capture_for(c, "login1"), "");
+}
+
+TEST(SpankConfig, PlugstackOverridesWinOverTheFile) {
+  std::string path = write_temp("ovr.toml", "policy = \"fail-open\"\ngpu_binding = \"local-rank\"\n");
+  Config c = parse_plugstack({"policy=fail-closed", "config=" + path, "gpu_binding=one-gpu",
+                              "master_port=29999", "overwrite_user_env=yes"});
+  EXPECT_EQ(c.policy, Policy::kFailClosed);
+  EXPECT_EQ(c.gpu_binding, GpuBinding::kOneGpu);
+  EXPECT_EQ(c.master_port, "29999");
+  EXPECT_TRUE(c.overwrite_user_env);
+}
+
+TEST(SpankConfig, UnknownKeysAndBadValuesNameTheirOrigin) {
+  EXPECT_NE(error_of({"colour=blue"}).find("unknown key 'colour'"), std::string::npos);
+  EXPECT_NE(error_of({"novalue"}).find("plugstack argument 'novalue'"), std::string::npos);
+  EXPECT_NE(error_of({"policy=maybe"}).find("fail-open or fail-closed"), std::string::npos);
+  EXPECT_NE(error_of({"master_port=70000"}).find("1-65535"), std::string::npos);
+  EXPECT_NE(error_of({"job_dir=relative"}).find("absolute"), std::string::npos);
+  std::string bad = write_temp("bad.toml", "fabric = \"x\"\n\nbind_cpu = true\n");
+  std::string msg = error_of({"config=" + bad});
+  EXPECT_NE(msg.find(bad + ":3"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("unknown key 'bind_cpu'"), std::string::npos) << msg;
+  std::string node = write_temp("node.toml", "[[node]]\nhosts = \"n*\"\n");
+  EXPECT_NE(error_of({"config=" + node}).find("needs both hosts and capture"), std::string::npos);
+}
+
+TEST(SpankConfig, MalformedAndMissingFilesAreErrorsWithTheirPath) {
+  std::string broken = write_temp("broken.toml", "fabric = \"unterminated\n");
+  std::string msg = error_of({"config=" + broken});
+  EXPECT_NE(msg.find(broken + ":1"), std::string::npos) << msg;
+  msg = error_of({"config=/nonexistent/topo-aware.toml"});
+  EXPECT_NE(msg.find("/nonexistent/topo-aware.toml"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("not found"), std::string::npos) << msg;
+}
+
+}  // namespace
+}  // namespace topoaware::spank
