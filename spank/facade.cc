@@ -222,7 +222,9 @@ void check_hosts_in_fabric(const topology::Fabric& fabric, const std::vector<std
 }
 
 std::string plural(size_t n, const std::string& word) {
-  return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
+  if (n == 1 || word.empty()) return std::to_string(n) + " " + word;
+  if (word.back() == 'f') return std::to_string(n) + " " + word.substr(0, word.size() - 1) + "ves";
+  return std::to_string(n) + " " + word + "s";
 }
 
 // One line on how spread the allocation is: per locality level above the host, the groups it

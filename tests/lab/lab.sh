@@ -161,12 +161,15 @@ setup_network() {
 start_slurm() {
   if ! pid_alive "$LAB/run/slurmctld.pid"; then
     # -c: a fresh controller state each bring-up, so a lab never inherits drained nodes.
-    slurmctld -c -f "$SLURM_CONF"
+    slurmctld -c -f "$SLURM_CONF" || die "slurmctld did not start (log: $LAB/log/slurmctld.log)"
   fi
   for i in $(seq 1 "$NODES"); do
     if pid_alive "$LAB/run/slurmd-node$i.pid"; then continue; fi
-    nsenter --net="/run/netns/$(node_ns "$i")" unshare --uts \
-      sh -c "hostname node$i && exec slurmd -N node$i -f '$SLURM_CONF'"
+    if ! nsenter --net="/run/netns/$(node_ns "$i")" unshare --uts \
+        sh -c "hostname node$i && exec slurmd -N node$i -f '$SLURM_CONF'"; then
+      tail -5 "$LAB/log/slurmd-node$i.log" >&2 || true
+      die "slurmd for node$i did not start (log: $LAB/log/slurmd-node$i.log)"
+    fi
   done
 }
 
