@@ -149,7 +149,9 @@ class RdmaScan {
     int n = 0;
     ibv_device** list = api.get_device_list(&n);
     if (list == nullptr) {
-      note("ibv_get_device_list failed; port data from sysfs only");
+      // Without the kernel's RDMA subsystem the list is null (ENOSYS): only worth a note when
+      // sysfs did show devices whose ports verbs should have described.
+      if (!devices_.empty()) note("ibv_get_device_list failed; port data from sysfs only");
       return;
     }
     for (int i = 0; i < n && list[i] != nullptr && i < static_cast<int>(kMaxRdmaDevices); ++i) {

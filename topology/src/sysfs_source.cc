@@ -264,15 +264,17 @@ class SysfsBuilder {
       v.busid = busid;
       v.pci = f.info;
       v.numa = f.numa;
-      VertexId parent = parent_of(f.chain, static_cast<int>(f.chain.size()) - 3, f.numa);
+      VertexId parent = parent_of(f.chain, static_cast<int>(f.chain.size()) - 3, f.numa, busid);
       attach(std::move(v), parent);
     }
   }
 
   // NCCL's walk: from a function, the next PCI vertex up is two path levels higher (the
   // switch's upstream port, skipping the downstream port); below the root port lies the CPU.
-  VertexId parent_of(const std::vector<std::string>& chain, int idx, int numa_hint) {
-    if (idx < 0) return cpu_for(numa_hint, chain.back());
+  // `child` is the bus id of the vertex asking, named in a note when its socket is unknown.
+  VertexId parent_of(const std::vector<std::string>& chain, int idx, int numa_hint,
+                     const std::string& child) {
+    if (idx < 0) return cpu_for(numa_hint, child);
     const std::string& busid = chain[static_cast<std::size_t>(idx)];
     if (auto it = switches_.find(busid); it != switches_.end()) return it->second;
     Vertex v;
@@ -286,7 +288,7 @@ class SysfsBuilder {
       v.pci.pci_class = "0x060400";
     }
     if (v.numa < 0) v.numa = numa_hint;
-    VertexId parent = parent_of(chain, idx - 2, v.numa);
+    VertexId parent = parent_of(chain, idx - 2, v.numa, busid);
     VertexId id = attach(std::move(v), parent);
     switches_[busid] = id;
     return id;
