@@ -1,11 +1,193 @@
-// Placeholder registration for `topo-aware fabric`; replaced by the real subcommand.
+// `topo-aware fabric`: import a cluster fabric (ibnetdiscover dump, Slurm topology.conf, TOML
+// description, or our JSON) and show its tiers, hosts, rails and anomalies, or write it out as a
+// Slurm topology.conf (tree or block), JSON or DOT.
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+
 #include "cli.h"
+#include "topoaware/topology/fabric_io.h"
+#include "topoaware/topology/hostlist.h"
 
 namespace topoaware::cli {
+namespace {
 
-void add_fabric(CLI::App& app, Common&) {
-  auto* sub = app.add_subcommand("fabric", "(not built yet)");
-  sub->callback([] { throw UsageError("fabric: not implemented in this build"); });
+struct FabricOptions {
+  std::string input;
+  std::string guid_map;
+  std::string format = "text";
+  std::string output;
+};
+
+std::string gb(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g GB/s", v);
+  return buf;
+}
+
+std::string table(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<std::size_t> width;
+  for (const auto& r : rows) {
+    if (width.size() < r.size()) width.resize(r.size(), 0);
+    for (std::size_t c = 0; c < r.size(); ++c) width[c] = std::max(width[c], r[c].size());
+  }
+  std::string out;
+  for (const auto& r : rows) {
+    std::string line = "  ";
+    for (std::size_t c = 0; c < r.size(); ++c) {
+      line += r[c];
+      if (c + 1 < r.size()) line.append(width[c] - r[c].size() + 2, ' ');
+    }
+    out += line + "\n";
+  }
+  return out;
+}
+
+// At most `limit` names, then "... (N more)".
+std::string some(const std::vector<std::string>& names, std::size_t limit) {
+  std::string out = topology::compress_hostlist(
+      std::vector<std::string>(names.begin(), names.begin() + static_cast<long>(std::min(limit, names.size()))));
+  if (names.size() > limit) out += " ... (" + std::to_string(names.size() - limit) + " more)";
+  return out;
+}
+
+std::string fabric_to_text(const topology::Fabric& f, int verbose) {
+  using namespace topology;
+  const Graph& g = f.graph;
+  std::ostringstream out;
+  std::size_t nsw = 0;
+  for (const Vertex& v : g.vertices()) nsw += v.kind == VertexKind::kSwitch ? 1 : 0;
+  out << "fabric: " << f.source << "\n";
+  out << "  " << nsw << " switches, " << f.hosts.size() << " hosts";
+  if (f.channel_adapters > 0) out << ", " << f.channel_adapters << " channel adapters";
+  out << ", " << f.tiers.size() << (f.tiers.size() == 1 ? " tier" : " tiers") << "\n\n";
+
+  out << "tiers:\n";
+  std::vector<std::vector<std::string>> rows = {
+      {"TIER", "SWITCHES", "DOWN", "UP", "OVERSUB", "NAMES"}};
+  for (const FabricTier& t : f.tiers) {
+    std::vector<std::string> names;
+    for (VertexId s : t.switches) names.push_back(g.vertex(s).name);
+    char ov[32];
+    std::snprintf(ov, sizeof ov, "%.3g:1", t.oversubscription);
+    rows.push_back({std::to_string(t.tier), std::to_string(t.switches.size()), gb(t.down_gbps),
+                    gb(t.up_gbps), t.up_gbps > 0 ? ov : "-", some(names, verbose > 0 ? 1000 : 6)});
+  }
+  out << table(rows) << "\n";
+
+  out << "hosts per leaf group:\n";
+  for (const LocalityLevel& lv : f.levels) {
+    if (lv.name != "leaf" && lv.name != "block") continue;
+    std::vector<std::vector<std::string>> members(lv.group_uplink_gbps.size());
+    for (std::size_t h = 0; h < f.hosts.size(); ++h) members[lv.group_of_host[h]].push_back(f.hosts[h].name);
+    std::vector<std::vector<std::string>> r = {{"GROUP", "HOSTS", "DOWN", "UP", "NAMES"}};
+    std::size_t shown = 0;
+    for (std::size_t k = 0; k < members.size(); ++k) {
+      if (verbose == 0 && shown++ == 40) {
+        r.push_back({"...", std::to_string(members.size() - 40) + " more groups", "", "", ""});
+        break;
+      }
+      r.push_back({lv.group_name[k], std::to_string(members[k].size()),
+                   gb(lv.group_downlink_gbps[k]), gb(lv.group_uplink_gbps[k]),
+                   some(members[k], verbose > 0 ? 100000 : 8)});
+    }
+    out << table(r);
+  }
+  out << "\nlocality levels (innermost first):\n";
+  std::vector<std::vector<std::string>> lr = {{"LEVEL", "GROUPS", "LATENCY"}};
+  for (const LocalityLevel& lv : f.levels) {
+    char lat[32];
+    std::snprintf(lat, sizeof lat, "%.3g us", lv.latency_us);
+    lr.push_back({lv.name, std::to_string(lv.group_uplink_gbps.size()), lat});
+  }
+  out << table(lr);
+
+  out << "\nrails: ";
+  if (f.rail_optimized) {
+    out << f.rails << " (rail-optimized: NIC k of every host in a leaf group reaches the same switch)\n";
+  } else {
+    out << "none detected\n";
+  }
+  if (!f.nvlink_domains.empty()) {
+    out << "\nNVLink domains:\n";
+    for (const NvlinkDomain& d : f.nvlink_domains) {
+      std::vector<std::string> names;
+      for (std::uint32_t h : d.hosts) names.push_back(f.hosts[h].name);
+      out << "  " << d.name << ": " << d.hosts.size() << " hosts (" << some(names, 8) << ")";
+      if (d.gpu_bandwidth > 0) out << ", " << gb(d.gpu_bandwidth) << " per GPU";
+      out << "\n";
+    }
+  }
+  std::vector<std::string> excluded, degraded;
+  for (const HostInfo& h : f.hosts) {
+    if (h.excluded) excluded.push_back(h.name);
+    if (h.degraded < 1.0) degraded.push_back(h.name);
+  }
+  if (!excluded.empty()) out << "\nexcluded hosts: " << some(excluded, 20) << "\n";
+  if (!degraded.empty()) out << "degraded hosts: " << some(degraded, 20) << "\n";
+  if (!f.node_types.empty()) {
+    out << "\nnode types:\n";
+    for (const NodeType& t : f.node_types) {
+      std::size_t n = 0;
+      for (const HostInfo& h : f.hosts) n += h.node_type == t.name ? 1 : 0;
+      out << "  " << t.name << ": " << n << " hosts, capture " << t.capture;
+      if (t.gpus >= 0) out << ", " << t.gpus << " GPUs";
+      out << "\n";
+    }
+  }
+  out << "\nanomalies: " << (f.anomalies.empty() ? "none" : std::to_string(f.anomalies.size()))
+      << "\n";
+  std::size_t shown = 0;
+  for (const Anomaly& a : f.anomalies) {
+    if (verbose == 0 && shown++ == 30) {
+      out << "  ... " << f.anomalies.size() - 30 << " more (-v shows all)\n";
+      break;
+    }
+    out << "  [" << a.kind << "] " << a.message << "\n";
+  }
+  if (!f.notes.empty()) {
+    out << "\nnotes:\n";
+    for (const std::string& n : f.notes) out << "  " << n << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace
+
+void add_fabric(CLI::App& app, Common& common) {
+  auto opt = std::make_shared<FabricOptions>();
+  auto* sub = app.add_subcommand(
+      "fabric",
+      "Import a cluster fabric (ibnetdiscover dump, Slurm topology.conf, TOML description or "
+      "topo-aware JSON; recognized from the content) and show its tiers, leaf groups, rails and "
+      "anomalies, or write it as a Slurm topology.conf (tree or block), JSON or DOT");
+  sub->add_option("-i,--input", opt->input, "The fabric file")->required();
+  sub->add_option("--map", opt->guid_map,
+                  "GUID-to-hostname map for an ibnetdiscover dump (\"H-<guid> name\" or "
+                  "\"0x<guid> name\" per line)");
+  sub->add_option("--of", opt->format, "Output format")
+      ->check(CLI::IsMember({"text", "json", "slurm-tree", "slurm-block", "dot"}))
+      ->capture_default_str();
+  sub->add_option("-o,--output", opt->output, "Write to FILE instead of stdout");
+  sub->callback([opt, &common] {
+    topology::Fabric f = topology::load_fabric(opt->input, opt->guid_map);
+    std::string text;
+    if (opt->format == "json") {
+      text = topology::fabric_to_json(f);
+    } else if (opt->format == "slurm-tree") {
+      text = topology::to_slurm_tree(f);
+    } else if (opt->format == "slurm-block") {
+      text = topology::to_slurm_block(f);
+    } else if (opt->format == "dot") {
+      text = topology::fabric_to_dot(f);
+    } else {
+      text = fabric_to_text(f, common.verbose);
+    }
+    write_output(opt->output, text);
+  });
 }
 
 }  // namespace topoaware::cli

@@ -48,6 +48,7 @@ struct LocalityLevel {
   std::vector<double> group_uplink_gbps;     // per group: capacity leaving the group upward
   std::vector<double> group_downlink_gbps;   // per group: capacity of its host-facing side
   double latency_us = 0;                     // one-way latency of crossing this level
+  std::vector<std::string> group_name;       // per group: its switch's name, or "<name><k>"
 };
 
 struct NvlinkDomain {
@@ -66,6 +67,7 @@ struct NodeType {
   std::string name;
   std::string capture;  // path as written in the description
   int gpus = -1;
+  std::string capture_path;  // `capture` resolved against the description's directory
 };
 
 struct Fabric {
@@ -86,6 +88,18 @@ struct Fabric {
   // Slurm block topology (topology/block) when imported from one: block name -> host indexes.
   std::vector<std::pair<std::string, std::vector<std::uint32_t>>> blocks;
   std::vector<int> block_sizes;
+
+  // Channel adapters in an ibnetdiscover dump (hosts' HCAs and others, e.g. SHARP aggregation
+  // nodes, which are not hosts); 0 for other sources.
+  std::size_t channel_adapters = 0;
+  // True when the source states direction (topology.conf, TOML): links between switches run
+  // parent (Link::a) -> child (Link::b) and a switch's tier is its height above its hosts.
+  // Otherwise (ibnetdiscover) tiers come from a BFS upward from the host-attached switches.
+  bool hierarchical = false;
+  // Assumptions made while importing ("no LinkSpeed: assumed 12.5 GB/s per link"), for people.
+  std::vector<std::string> notes;
+  // Declared oversubscription per tier (TOML), checked by analyze(); tier -> down/up.
+  std::map<int, double> declared_oversubscription;
 
   // Index of a host by name, or -1.
   std::int64_t find_host(const std::string& name) const {
