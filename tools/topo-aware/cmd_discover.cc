@@ -1,11 +1,184 @@
-// Placeholder registration for `topo-aware discover`; replaced by the real subcommand.
+// `topo-aware discover`: one node's GPUs, NICs, CPUs and the paths between them, from this
+// machine or from a file, as a table for people or as JSON / NCCL XML / DOT for programs.
+#include <cstdio>
+#include <sstream>
+#include <string>
+
 #include "cli.h"
+#include "node_input.h"
+#include "topoaware/topology/node_io.h"
+#include "topoaware/topology/paths.h"
 
 namespace topoaware::cli {
+namespace {
+
+// "0-23,48-71": how people read CPU lists (as taskset and numactl print them).
+std::string ranges(const std::vector<std::uint32_t>& pus) {
+  std::string out;
+  for (std::size_t i = 0; i < pus.size();) {
+    std::size_t j = i;
+    while (j + 1 < pus.size() && pus[j + 1] == pus[j] + 1) ++j;
+    if (!out.empty()) out += ',';
+    out += std::to_string(pus[i]);
+    if (j > i) out += "-" + std::to_string(pus[j]);
+    i = j + 1;
+  }
+  return out.empty() ? "-" : out;
+}
+
+std::string or_dash(const std::string& s) { return s.empty() ? "-" : s; }
+std::string num_or_dash(int v) { return v >= 0 ? std::to_string(v) : "-"; }
+
+std::string fmt(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", v);
+  return buf;
+}
+
+// Left-aligned columns, widths from the content, two spaces between.
+std::string table(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<std::size_t> width;
+  for (const auto& r : rows) {
+    if (width.size() < r.size()) width.resize(r.size(), 0);
+    for (std::size_t c = 0; c < r.size(); ++c) width[c] = std::max(width[c], r[c].size());
+  }
+  std::string out;
+  for (const auto& r : rows) {
+    std::string line = " ";
+    for (std::size_t c = 0; c < r.size(); ++c) {
+      line += ' ';
+      line += r[c];
+      if (c + 1 < r.size()) line.append(width[c] - r[c].size() + 1, ' ');
+    }
+    out += line + "\n";
+  }
+  return out;
+}
+
+std::string plural(std::size_t n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+std::string nic_label(const topology::Vertex& v) {
+  return v.name.empty() ? v.busid : v.name;
+}
+
+std::string node_to_text(const topology::NodeTopology& node) {
+  using namespace topology;
+  const Graph& g = node.graph;
+  std::ostringstream out;
+  out << "node: " << (node.hostname.empty() ? "(unnamed)" : node.hostname)
+      << "  source: " << node.source << "\n\n";
+
+  std::vector<VertexId> gpus = node.gpus();
+  std::vector<GpuLocality> loc = gpu_locality(node);
+  out << plural(gpus.size(), "GPU", "GPUs") << " found\n";
+  if (!gpus.empty()) {
+    std::vector<std::vector<std::string>> rows = {
+        {"GPU", "BUSID", "NUMA", "NEAREST NIC", "PATH", "GB/s", "NVLINK", "LOCAL CPUS"}};
+    for (const GpuLocality& l : loc) {
+      const Vertex& v = g.vertex(l.gpu);
+      std::string nic = "-", path = "-", bw = "-";
+      if (!l.nearest_nics.empty()) {
+        nic = nic_label(g.vertex(l.nearest_nics.front()));
+        if (l.nearest_nics.size() > 1) nic += " (+" + std::to_string(l.nearest_nics.size() - 1) + ")";
+        path = std::string(to_string(l.path_to_nic));
+        bw = fmt(l.bandwidth_to_nic);
+      }
+      int lanes = 0;
+      for (LinkId id : g.links_of(l.gpu)) {
+        const Link& k = g.link(id);
+        if (k.kind == LinkKind::kNvLink && k.a != k.b) lanes += k.count;
+      }
+      rows.push_back({v.name, v.busid, num_or_dash(l.numa), nic, path, bw,
+                      lanes > 0 ? std::to_string(lanes) + " lanes" : "-", ranges(l.local_pus)});
+    }
+    out << table(rows);
+  }
+  out << "\n";
+
+  std::vector<VertexId> nics = node.nics();
+  if (nics.empty()) {
+    out << "0 NICs found (no RDMA devices)\n";
+  } else {
+    out << plural(nics.size(), "NIC", "NICs") << " found\n";
+    std::vector<std::vector<std::string>> rows = {
+        {"NIC", "BUSID", "NUMA", "SPEED", "PORTS", "KIND"}};
+    for (VertexId id : nics) {
+      const Vertex& v = g.vertex(id);
+      double mbps = -1;
+      std::string ports;
+      for (const NetPort& p : v.nic.ports) {
+        mbps = std::max(mbps, p.speed_mbps);
+        if (!ports.empty()) ports += ",";
+        ports += p.name;
+        if (!p.state.empty()) ports += "(" + p.state + ")";
+      }
+      std::string kind = v.nic.virtual_nic ? "virtual" : or_dash(v.pci.pci_class);
+      rows.push_back({or_dash(v.name), or_dash(v.busid), num_or_dash(v.numa),
+                      mbps > 0 ? fmt(mbps / 1000) + " Gb/s" : "-", or_dash(ports), kind});
+    }
+    out << table(rows);
+  }
+  out << "\n";
+
+  std::vector<VertexId> cpus = node.cpus();
+  out << plural(cpus.size(), "CPU/NUMA domain", "CPU/NUMA domains") << "\n";
+  if (!cpus.empty()) {
+    std::vector<std::vector<std::string>> rows = {{"CPU", "NUMA", "PUS", "ARCH", "VENDOR", "FAM/MODEL"}};
+    for (VertexId id : cpus) {
+      const Vertex& v = g.vertex(id);
+      rows.push_back({v.name, num_or_dash(v.numa), ranges(v.cpu.pus), or_dash(v.cpu.arch),
+                      or_dash(v.cpu.vendor),
+                      num_or_dash(v.cpu.family) + "/" + num_or_dash(v.cpu.model)});
+    }
+    out << table(rows);
+  }
+  if (!node.notes.empty()) {
+    out << "\nnotes:\n";
+    for (const std::string& n : node.notes) out << "  - " << n << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace
 
 void add_discover(CLI::App& app, Common&) {
-  auto* sub = app.add_subcommand("discover", "(not built yet)");
-  sub->callback([] { throw UsageError("discover: not implemented in this build"); });
+  struct Options {
+    std::string input, fsroot, format = "text", output;
+  };
+  auto opt = std::make_shared<Options>();
+  auto* sub = app.add_subcommand(
+      "discover",
+      "Describe one node: GPUs, NICs, CPUs, PCIe tree, NVLink, and each GPU's nearest NIC");
+  sub->footer(
+      "Without -i, discovers this machine (hwloc, NVML and RDMA where present).\n"
+      "-i takes hwloc XML (lstopo --of xml) or NCCL topology XML; the format is detected.\n"
+      "Exit codes: 0 ok, 1 bad input, 2 usage.");
+  auto* in = sub->add_option("-i,--input", opt->input, "Read the node from FILE (hwloc or NCCL XML)")
+                 ->type_name("FILE");
+  sub->add_option("--fsroot", opt->fsroot, "Discover from a sysfs tree rooted at DIR (tests)")
+      ->type_name("DIR")
+      ->excludes(in);
+  sub->add_option("--of", opt->format, "Output format")
+      ->check(CLI::IsMember({"text", "json", "nccl-xml", "dot"}))
+      ->capture_default_str();
+  sub->add_option("-o,--output", opt->output, "Write to FILE instead of stdout")
+      ->type_name("FILE");
+  sub->callback([opt] {
+    topology::NodeTopology node = load_node(opt->input, opt->fsroot);
+    std::string text;
+    if (opt->format == "json") {
+      text = topology::node_to_json(node);
+    } else if (opt->format == "nccl-xml") {
+      text = topology::node_to_nccl_xml(node);
+    } else if (opt->format == "dot") {
+      text = topology::node_to_dot(node);
+    } else {
+      text = node_to_text(node);
+    }
+    write_output(opt->output, text);
+  });
 }
 
 }  // namespace topoaware::cli

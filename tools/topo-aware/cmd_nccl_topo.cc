@@ -1,11 +1,37 @@
-// Placeholder registration for `topo-aware nccl-topo`; replaced by the real subcommand.
+// `topo-aware nccl-topo`: write the NCCL_TOPO_FILE for a node (this machine, or a file given
+// with -i) in the exact dialect NCCL's parser accepts.
+#include <memory>
+#include <string>
+
 #include "cli.h"
+#include "node_input.h"
+#include "topoaware/topology/node_io.h"
 
 namespace topoaware::cli {
 
 void add_nccl_topo(CLI::App& app, Common&) {
-  auto* sub = app.add_subcommand("nccl-topo", "(not built yet)");
-  sub->callback([] { throw UsageError("nccl-topo: not implemented in this build"); });
+  struct Options {
+    std::string input, fsroot, output;
+  };
+  auto opt = std::make_shared<Options>();
+  auto* sub = app.add_subcommand("nccl-topo", "Write NCCL topology XML (NCCL_TOPO_FILE) for a node");
+  sub->footer(
+      "Without -i, describes this machine. -i takes hwloc XML or NCCL topology XML.\n"
+      "The output has no prolog, one tag per line, lowercase bus ids and at most 256 elements;\n"
+      "a node that would need more is refused (exit 1) rather than written for NCCL to abort on.\n"
+      "Exit codes: 0 ok, 1 bad input, 2 usage.");
+  auto* in = sub->add_option("-i,--input", opt->input, "Read the node from FILE (hwloc or NCCL XML)")
+                 ->type_name("FILE");
+  sub->add_option("--fsroot", opt->fsroot, "Discover from a sysfs tree rooted at DIR (tests)")
+      ->type_name("DIR")
+      ->excludes(in);
+  sub->add_option("-o,--output", opt->output, "Write the XML to FILE ('-' for stdout)")
+      ->type_name("OUT.xml")
+      ->required();
+  sub->callback([opt] {
+    topology::NodeTopology node = load_node(opt->input, opt->fsroot);
+    write_output(opt->output, topology::node_to_nccl_xml(node));
+  });
 }
 
 }  // namespace topoaware::cli
