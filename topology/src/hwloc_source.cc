@@ -516,8 +516,12 @@ std::string_view root_start_tag(std::string_view xml) {
     if (i >= xml.size() || xml[i] != '<') return {};
     std::string_view rest = xml.substr(i);
     std::size_t end;
-    if (rest.substr(0, 4) == "<!--") end = rest.find("-->");
-    else end = rest.find('>');
+    if (rest.substr(0, 4) == "<!--") {
+      end = rest.find("-->");
+      if (end != std::string_view::npos) end += 2;  // at the comment's closing '>'
+    } else {
+      end = rest.find('>');
+    }
     if (end == std::string_view::npos) return {};
     if (rest[1] != '?' && rest[1] != '!') return rest.substr(0, end + 1);
     i += end + 1;
