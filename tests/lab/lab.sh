@@ -101,19 +101,28 @@ EOF
 # The plugin's lab config: the fabric (H4's lab cluster description when present, else the
 # lab's own topology.conf), DGX H100 captures for every node, the lab's job directory.
 write_plugin_config() {
-  local fabric=$SRC/etc/lab-cluster.toml
+  local fabric=$SRC/etc/lab-cluster.toml kv key
   [ -f "$fabric" ] || fabric=$LAB/etc/topology.conf
-  cat >"$LAB/etc/topo-aware.toml" <<EOF
-# Written by tests/lab/lab.sh
-fabric = "$fabric"
-job_dir = "$LAB/jobs"
-policy = "fail-open"
-$(for kv in "$@"; do echo "${kv%%=*} = \"${kv#*=}\""; done)
-
-[[node]]
-hosts = "node*"
-capture = "$SRC/tests/fixtures/nccl-topo/dgx-h100-topo.xml"
-EOF
+  declare -A set=([fabric]=$fabric [job_dir]=$LAB/jobs [policy]=fail-open)
+  local order=(fabric job_dir policy)
+  for kv in "$@"; do
+    key=${kv%%=*}
+    [ -n "${set[$key]+x}" ] || order+=("$key")
+    set[$key]=${kv#*=}
+  done
+  {
+    echo "# Written by tests/lab/lab.sh"
+    for key in "${order[@]}"; do
+      case ${set[$key]} in
+        true|false) echo "$key = ${set[$key]}" ;;
+        *) echo "$key = \"${set[$key]}\"" ;;
+      esac
+    done
+    echo
+    echo "[[node]]"
+    echo "hosts = \"node*\""
+    echo "capture = \"$SRC/tests/fixtures/nccl-topo/dgx-h100-topo.xml\""
+  } >"$LAB/etc/topo-aware.toml"
 }
 
 write_plugstack() {

@@ -1,0 +1,290 @@
+#!/usr/bin/env bash
+# End-to-end test of the topo-aware SPANK plugin on a real Slurm cluster brought up on this
+# machine (tests/lab/lab.sh: munged, slurmctld, 4 slurmd in their own network namespaces,
+# topology/tree with 2 leaves, fake GPU devices, DGX H100 node captures).
+#
+# Real `srun --topo-aware=...` steps run 32 tasks over 4 nodes; every task's exported
+# environment must equal what `topo-aware map ... --of env` gives for the same inputs. Then:
+# contiguous vs spread allocations, Slurm-bound GPUs (task/cgroup ConstrainDevices), sbatch with
+# #SBATCH --topo-aware, user-set variables, and the bad-input matrix under both policies, with
+# daemons still up and later steps fine. The lab is torn down on exit (trap), also on failure,
+# and the tear-down is checked to leave no daemon, namespace or cgroup.
+#
+# Usage: tests/e2e/run.sh [BUILD_DIR]     Exit: 0 pass, 1 fail, 77 skipped (with the reason).
+# TOPO_AWARE_E2E_KEEP=1 keeps the lab up afterwards.
+set -uo pipefail
+
+SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+BUILD=$(cd "${1:-$SRC/build/release}" 2>/dev/null && pwd || true)
+skip() { echo "e2e: SKIP: $*"; exit 77; }
+[ "$(id -u)" -eq 0 ] || skip "needs root (network namespaces, mknod, Slurm daemons)"
+for b in munged slurmctld slurmd srun sbatch scontrol nsenter unshare ip nm; do
+  command -v "$b" >/dev/null || skip "$b not installed (scripts/deps.sh test installs the Slurm packages)"
+done
+[ -n "$BUILD" ] || skip "build directory ${1:-$SRC/build/release} not found"
+PLUGIN=$BUILD/spank/topo_aware.so
+CLI=$BUILD/tools/topo-aware
+[ -f "$PLUGIN" ] || skip "$PLUGIN not built (TOPOAWARE_BUILD_SPANK=OFF?)"
+[ -x "$CLI" ] || skip "$CLI not built"
+
+export TOPO_AWARE_LAB=${TOPO_AWARE_LAB:-/tmp/topo-aware-lab}
+LAB=$TOPO_AWARE_LAB
+LABSH=$SRC/tests/lab/lab.sh
+export SLURM_CONF=$LAB/etc/slurm.conf
+CAPTURE=$SRC/tests/fixtures/nccl-topo/dgx-h100-topo.xml
+FABRIC=${TOPO_AWARE_E2E_FABRIC:-$SRC/etc/lab-cluster.toml}
+[ -f "$FABRIC" ] || FABRIC=$LAB/etc/topology.conf
+OUT=$LAB/e2e
+VARS="RANK LOCAL_RANK WORLD_SIZE LOCAL_WORLD_SIZE NODE_RANK MASTER_ADDR MASTER_PORT
+      CUDA_VISIBLE_DEVICES NCCL_TOPO_FILE NCCL_IB_HCA NCCL_SOCKET_IFNAME NCCL_CROSS_NIC
+      TOPO_AWARE_RANK TOPO_AWARE_COORDS"
+
+failures=0
+passes=0
+pass() { passes=$((passes + 1)); echo "e2e: PASS: $*"; }
+fail() { failures=$((failures + 1)); echo "e2e: FAIL: $*"; }
+check() {  # description, command...
+  local what=$1; shift
+  if "$@"; then pass "$what"; else fail "$what"; fi
+}
+
+teardown() {
+  local rc=$?
+  if [ "${TOPO_AWARE_E2E_KEEP:-0}" = 1 ]; then
+    echo "e2e: lab kept up at $LAB (tests/lab/lab.sh down to stop)"
+    return
+  fi
+  "$LABSH" down >/dev/null 2>&1 || true
+  if ! "$LABSH" leftovers; then
+    echo "e2e: FAIL: tear-down left the above behind"
+    exit 1
+  fi
+  exit $rc
+}
+trap teardown EXIT
+trap 'exit 1' INT TERM
+
+# --- bring-up -------------------------------------------------------------------------------
+check "plugin exports only SPANK symbols (nm -D)" bash "$SRC/tests/spank/check_exports.sh" "$PLUGIN"
+"$LABSH" up --plugin "$PLUGIN" || { echo "e2e: FAIL: lab bring-up"; exit 1; }
+mkdir -p "$OUT"
+rm -f "$OUT"/*
+
+# Every task prints "<procid> NAME=value" for each variable topo-aware may export.
+cat >"$OUT/envdump.sh" <<EOF
+#!/bin/bash
+for v in $(echo $VARS); do
+  [ -n "\${!v+x}" ] && printf '%s %s=%s\n' "\$SLURM_PROCID" "\$v" "\${!v}"
+done
+if [ -n "\${NCCL_TOPO_FILE:-}" ]; then
+  printf '%s FILE=%s\n' "\$SLURM_PROCID" "\$(stat -c '%a %U' "\$NCCL_TOPO_FILE" "\$(dirname "\$NCCL_TOPO_FILE")" | tr '\n' ' ')"
+fi
+exit 0
+EOF
+chmod 0755 "$OUT/envdump.sh"
+ENVDUMP=$OUT/envdump.sh
+
+# The plugin's lab config with the given overrides, and a plugstack line (args after the .so).
+set_config() { "$LABSH" config fabric="$FABRIC" "$@"; }
+set_plugstack() { "$LABSH" plugstack "$@"; }
+good_config() {
+  set_config
+  set_plugstack "config=$LAB/etc/topo-aware.toml"
+}
+
+# srun in the lab; stdout/stderr to $OUT/<name>.out/.err; returns srun's exit code.
+lab_srun() {  # name, srun args...
+  local name=$1; shift
+  timeout 60 srun "$@" >"$OUT/$name.out" 2>"$OUT/$name.err"
+}
+
+job_of() { grep -oE 'job [0-9]+' "$OUT/$1.err" | head -1 | awk '{print $2}'; }
+
+# What `topo-aware map` says the tasks get, as sorted "<task> NAME=value" lines (minus the
+# variables that name run-time paths). Args: layout, hostlist, job id.
+expected_env() {
+  local layout=$1 hosts=$2 job=$3
+  "$CLI" map --fabric "$FABRIC" --nodes "$hosts" --node-type "$CAPTURE" --layout "$layout" \
+    --job-id "$job" --of env 2>"$OUT/map.err" | normalize_env | sort
+}
+
+# Accepts `topo-aware map --of env` lines "<task> NAME=value" (optionally "export "), or blocks
+# headed "# task N".
+normalize_env() {
+  awk '
+    /^# *task[ =]/ { gsub(/[^0-9]/, "", $0); task = $0; next }
+    /^[0-9]+ [A-Z_]+=/ { print; next }
+    /^(export )?[A-Z_]+=/ { sub(/^export /, ""); print task " " $0 }
+  ' | grep -v ' NCCL_TOPO_FILE=' || true
+}
+
+observed_env() { grep -v -e ' NCCL_TOPO_FILE=' -e ' FILE=' "$OUT/$1.out" | sort; }
+
+same_env() {  # name, layout, hostlist
+  local name=$1 job
+  job=$(job_of "$name")
+  expected_env "$2" "$3" "$job" >"$OUT/$name.expected"
+  observed_env "$name" >"$OUT/$name.observed"
+  if [ ! -s "$OUT/$name.expected" ]; then
+    echo "e2e:   topo-aware map gave nothing:"; sed 's/^/e2e:   /' "$OUT/map.err"
+    return 1
+  fi
+  if ! diff -u "$OUT/$name.expected" "$OUT/$name.observed" >"$OUT/$name.diff"; then
+    head -40 "$OUT/$name.diff"
+    return 1
+  fi
+}
+
+count_tasks_with() { awk -v v=" $2=" 'index($0, v) { print $1 }' "$OUT/$1.out" | sort -u | wc -l; }
+
+daemons_up() { "$LABSH" status >/dev/null; }
+
+# --- the main case: 32 tasks over 4 nodes ---------------------------------------------------
+good_config
+lab_srun main -N4 -n32 --topo-aware=tp=8,pp=2 "$ENVDUMP"
+check "srun --topo-aware=tp=8,pp=2 -N4 -n32 exits 0" test $? -eq 0
+check "all 32 tasks got RANK" test "$(count_tasks_with main RANK)" -eq 32
+check "every task's environment equals topo-aware map --of env" same_env main tp=8,pp=2 'node[1-4]'
+check "RANKs are a permutation of 0..31" \
+  test "$(awk -F'[ =]' '$2=="RANK" {print $3}' "$OUT/main.out" | sort -n | uniq | tr '\n' ' ')" = \
+       "$(seq 0 31 | tr '\n' ' ')"
+check "srun shows one allocation line" test "$(grep -c 'topo-aware: job' "$OUT/main.err")" -eq 1
+check "NCCL_TOPO_FILE is 0644 in a 0700 per-job directory" \
+  bash -c "grep ' FILE=' '$OUT/main.out' | awk '{print \$2, \$4}' | sort -u | grep -qx 'FILE=644 700'"
+job=$(job_of main)
+check "per-job directory removed after the step" test ! -e "$LAB/jobs/$job"
+lab_srun plainv -N4 -n32 -v --topo-aware=tp=8,pp=2 true
+check "srun -v prints the plan summary" grep -q 'topo-aware: plan tp=8,pp=2' "$OUT/plainv.err"
+
+# The option absent: the plugin is loaded and changes nothing.
+lab_srun absent -N4 -n32 "$ENVDUMP"
+check "without --topo-aware no variable is exported" test "$(count_tasks_with absent RANK)" -eq 0
+
+# The environment fallback.
+TOPO_AWARE=tp=4 lab_srun fallback -N4 -n32 "$ENVDUMP"
+check "TOPO_AWARE=tp=4 works like --topo-aware=tp=4" same_env fallback tp=4 'node[1-4]'
+
+# A variable the user set is kept.
+MASTER_PORT=12345 lab_srun userset -N4 -n32 --topo-aware=tp=8 "$ENVDUMP"
+check "user-set MASTER_PORT is not overwritten" \
+  test "$(grep -c ' MASTER_PORT=12345$' "$OUT/userset.out")" -eq 32
+
+# --- contiguous vs spread allocations ------------------------------------------------------
+lab_srun contiguous -N2 -n16 -w 'node[1-2]' --topo-aware=tp=8 "$ENVDUMP"
+check "contiguous allocation (node[1-2]) judged: 1 leaf" \
+  grep -q 'topo-aware: job [0-9]*: 2 hosts, 1 leaf' "$OUT/contiguous.err"
+check "contiguous allocation: env equals topo-aware map" same_env contiguous tp=8 'node[1-2]'
+lab_srun spread -N2 -n16 -w 'node1,node3' --topo-aware=tp=8 "$ENVDUMP"
+check "spread allocation (node1,node3) judged more spread than needed" \
+  grep -q '2 leaves.*more spread than the fabric allows' "$OUT/spread.err"
+check "spread allocation: env equals topo-aware map" same_env spread tp=8 'node1,node3'
+
+# --- sbatch with #SBATCH --topo-aware ------------------------------------------------------
+cat >"$OUT/batch.sh" <<EOF
+#!/bin/bash
+#SBATCH -N4 -n32 --topo-aware=tp=8,pp=2 -o $OUT/batch.out -e $OUT/batch.err
+echo "batch RANK=\${RANK:-unset}"
+srun $ENVDUMP
+EOF
+timeout 90 sbatch --wait "$OUT/batch.sh" >"$OUT/sbatch.out" 2>&1
+check "sbatch --wait with #SBATCH --topo-aware exits 0" test $? -eq 0
+check "the batch script's own step is left alone" grep -q '^batch RANK=unset$' "$OUT/batch.out"
+grep -v '^batch ' "$OUT/batch.out" >"$OUT/batchsteps.out"
+batchjob=$(grep -oE '[0-9]+' "$OUT/sbatch.out" | head -1)
+echo "srun: topo-aware: job $batchjob" >"$OUT/batchsteps.err"
+check "sbatch: every task of its srun step equals topo-aware map" same_env batchsteps tp=8,pp=2 'node[1-4]'
+
+# --- GPUs bound by Slurm (gres + task/cgroup ConstrainDevices) -----------------------------
+if grep -q '^TaskPlugin=task/cgroup' "$SLURM_CONF" && [ -d /sys/fs/cgroup/devices ]; then
+  lab_srun bound -N4 -n32 --gpus-per-task=1 --topo-aware=tp=8 \
+    bash -c 'echo "$SLURM_PROCID SLURM_STEP_GPUS=$SLURM_STEP_GPUS"; exec '"$ENVDUMP"
+  check "bound GPUs: step exits 0" test $? -eq 0
+  check "bound GPUs: Slurm's CUDA_VISIBLE_DEVICES (local index 0) is kept" \
+    test "$(grep -c ' CUDA_VISIBLE_DEVICES=0$' "$OUT/bound.out")" -eq 32
+  check "bound GPUs: RANKs still a permutation of 0..31" \
+    test "$(awk -F'[ =]' '$2=="RANK" {print $3}' "$OUT/bound.out" | sort -n | uniq | wc -l)" -eq 32
+else
+  echo "e2e: SKIP: bound GPUs: the lab runs without task/cgroup devices on this machine"
+fi
+
+# --- bad input: each with its message and the policy's outcome ----------------------------
+marker=$OUT/ran
+# Runs a step that must not have been changed (fail-open) or must not have run (fail-closed).
+bad_case() {  # name, policy, expected message regex, srun args...
+  local name=$1 policy=$2 msg=$3; shift 3
+  rm -f "$marker"
+  lab_srun "$name" -N4 -n32 "$@" bash -c "touch $marker; exec $ENVDUMP"
+  local rc=$?
+  check "$name: message names the cause" grep -qE "$msg" "$OUT/$name.err"
+  if [ "$policy" = fail-open ]; then
+    check "$name (fail-open): exit 0, the job runs unmodified" \
+      test $rc -eq 0 -a "$(count_tasks_with "$name" RANK)" -eq 0
+    check "$name (fail-open): exactly one warning" \
+      test "$(grep -c 'topo-aware: warning' "$OUT/$name.err")" -eq 1
+  else
+    check "$name (fail-closed): srun exits non-zero" test $rc -ne 0
+  fi
+  check "$name: daemons still up" daemons_up
+}
+
+lab_srun badspec -N4 -n32 --topo-aware=tp=x bash -c "touch $marker"
+check "bad SPEC: srun exits non-zero" test $? -ne 0
+check "bad SPEC: the reason is shown" grep -q "invalid --topo-aware=tp=x" "$OUT/badspec.err"
+check "bad SPEC: nothing ran" test ! -e "$marker"
+lab_srun badworld -N4 -n32 --topo-aware=tp=3 bash -c "touch $marker"
+check "SPEC not dividing 32 tasks: srun exits non-zero" test $? -ne 0
+check "SPEC not dividing 32 tasks: nothing ran" test ! -e "$marker"
+
+set_plugstack "config=$LAB/etc/missing.toml"
+bad_case missing-config fail-open "missing.toml.*not found" --topo-aware=tp=8
+set_plugstack "config=$LAB/etc/missing.toml" policy=fail-closed
+bad_case missing-config-closed fail-closed "missing.toml.*not found" --topo-aware=tp=8
+
+printf 'fabric = "%s"\njob_dir = "%s"\npolicy = fail-open\n' "$FABRIC" "$LAB/jobs" >"$LAB/etc/malformed.toml"
+set_plugstack "config=$LAB/etc/malformed.toml"
+bad_case malformed-config fail-open "malformed.toml:3" --topo-aware=tp=8
+
+printf 'SwitchName=leaf1 Nodes=node[1-2\nthis is not a topology\n' >"$LAB/etc/bad-fabric.conf"
+set_config fabric="$LAB/etc/bad-fabric.conf"
+set_plugstack "config=$LAB/etc/topo-aware.toml"
+bad_case malformed-fabric fail-open "bad-fabric.conf" --topo-aware=tp=8
+set_plugstack "config=$LAB/etc/topo-aware.toml" policy=fail-closed
+bad_case malformed-fabric-closed fail-closed "bad-fabric.conf" --topo-aware=tp=8
+
+printf 'SwitchName=leaf1 Nodes=node[1-2]\nSwitchName=leaf2 Nodes=node3\nSwitchName=spine Switches=leaf[1-2]\n' \
+  >"$LAB/etc/no-node4.conf"
+set_config fabric="$LAB/etc/no-node4.conf"
+set_plugstack "config=$LAB/etc/topo-aware.toml"
+bad_case node-not-in-fabric fail-open "node4 is not in the fabric" --topo-aware=tp=8
+
+set_config capture="$LAB/etc/no-such-capture.xml"
+sed -i '/^\[\[node\]\]/,$d' "$LAB/etc/topo-aware.toml"
+bad_case missing-capture fail-open "no-such-capture.xml" --topo-aware=tp=8
+
+# An unwritable job directory is a node-local failure: fail-open keeps the plan (ranks must
+# agree across nodes) without NCCL_TOPO_FILE; fail-closed fails the tasks from task_init.
+: >"$LAB/etc/not-a-dir"
+set_config job_dir="$LAB/etc/not-a-dir"
+set_plugstack "config=$LAB/etc/topo-aware.toml"
+lab_srun jobdir -N4 -n32 --topo-aware=tp=8 "$ENVDUMP"
+check "unwritable job_dir (fail-open): exit 0" test $? -eq 0
+check "unwritable job_dir (fail-open): the cause is named" grep -q "job_dir $LAB/etc/not-a-dir" "$OUT/jobdir.err"
+check "unwritable job_dir (fail-open): tasks keep the plan" test "$(count_tasks_with jobdir RANK)" -eq 32
+check "unwritable job_dir (fail-open): no NCCL_TOPO_FILE" test "$(count_tasks_with jobdir NCCL_TOPO_FILE)" -eq 0
+set_plugstack "config=$LAB/etc/topo-aware.toml" policy=fail-closed
+rm -f "$marker"
+lab_srun jobdir-closed -N4 -n32 --topo-aware=tp=8 "$ENVDUMP"
+check "unwritable job_dir (fail-closed): srun exits non-zero" test $? -ne 0
+check "unwritable job_dir (fail-closed): error from task_init" \
+  grep -q "job_dir $LAB/etc/not-a-dir.*fail-closed" "$OUT/jobdir-closed.err"
+check "unwritable job_dir (fail-closed): daemons still up" daemons_up
+
+# After all of that, a good step is still fine.
+good_config
+lab_srun after -N4 -n32 --topo-aware=tp=8,pp=2 "$ENVDUMP"
+check "a later good step exits 0" test $? -eq 0
+check "a later good step equals topo-aware map" same_env after tp=8,pp=2 'node[1-4]'
+check "nodes are idle, none drained" bash -c "! sinfo -h -N -o '%T' | grep -qvE '^(idle|mixed|allocated|completing)$'"
+
+echo "e2e: $passes passed, $failures failed (outputs in $OUT)"
+[ $failures -eq 0 ]
