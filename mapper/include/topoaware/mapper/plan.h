@@ -30,6 +30,9 @@ struct Request {
   // it holds. Empty: free choice. Non-empty: the plan permutes ranks only.
   std::vector<int> bound_gpu;
   double refine_budget_ms = 200;    // swap refinement budget (deterministic: counted in moves)
+  // Explicit refinement budget in evaluated moves; -1: 50 moves per refine_budget_ms. Either
+  // way it is capped so moves x ranks stays bounded (docs/mapper.md), never by wall time.
+  long long refine_moves = -1;
 };
 
 struct TaskPlan {
@@ -73,6 +76,10 @@ struct RankPlan {
   CostReport block_cost;            // of Slurm's block order on the same inputs
   double lower_bound = 0;           // seconds; never above the optimum
   bool rail_optimized = false;
+  // topo only: the refined plan was not cheaper than Slurm's block order, so block was kept.
+  bool kept_block = false;
+  long long refine_moves = 0;       // moves refinement evaluated
+  std::vector<int> rank_of_task;    // = tasks[t].rank, for scripts and the cost model
 };
 
 // nodes[i] describes hosts[i] (the same pointer for hosts of one node type).

@@ -1,0 +1,114 @@
+// The cost model: how long one training step spends communicating when logical ranks sit on
+// given slots (host, GPU) of a fabric. The same model scores every algorithm, the baselines and
+// the lower bound, so their figures compare like for like.
+//
+// Model (docs/mapper.md, "Cost model"): dims communicate one after another; within a dim all
+// groups communicate at once. A ring collective is NCCL's ring: nodes numbered by first rank,
+// a chain through each node's GPUs over NVLink, then one hop to the next node spread over the
+// node's NICs; all-to-all is every pair; pipeline is stage to stage, both directions. A flow
+// between hosts leaves through a NIC port, climbs Fabric::levels to the lowest group holding
+// both hosts (loading that group's uplink and the peer group's downlink, spread evenly over
+// parallel links: ECMP) and comes down. On rail-optimized fabrics a flow uses the NIC of the
+// peer's rail (NCCL's PXN: an NVLink hop first when the rails differ). Inside a node and inside
+// an NVLink domain flows use the GPU's NVLink bandwidth. A dim's time is the most loaded
+// resource's load / bandwidth plus a latency term (calls x steps x path latency).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "topoaware/mapper/layout.h"
+#include "topoaware/mapper/plan.h"
+#include "topoaware/topology/fabric.h"
+#include "topoaware/topology/node.h"
+
+namespace topoaware::mapper {
+
+// One place a rank can run: a GPU of a host of the step.
+struct Slot {
+  std::uint32_t host = 0;  // index into Machine::hosts (the step's hosts, sorted by name)
+  int gpu = -1;            // NVML index
+  int port = 0;            // index of the host's fabric port its traffic leaves by (its rail)
+};
+
+// One locality level the network routes through (Fabric::levels without host/nvlink levels),
+// restricted to the step's hosts with group ids made dense.
+struct NetLevel {
+  std::string name;
+  std::vector<std::uint32_t> group_of_host;  // per Machine host
+  std::vector<double> uplink_gbps;           // per dense group
+  std::vector<std::string> group_label;      // "leaf of node017" (its first host by name)
+  double latency_us = 0;
+};
+
+// What the cost model routes over, gathered once per plan from the fabric and node models.
+struct Machine {
+  std::vector<std::string> hosts;            // the step's hosts, sorted by name
+  std::vector<std::uint32_t> fabric_host;    // per host: index into Fabric::hosts
+  std::vector<Slot> slots;                   // sorted by (host, gpu)
+  std::vector<double> slot_nvlink_gbps;      // per slot: GPU egress inside host / NVLink domain
+  std::vector<std::uint32_t> port_base;      // per host: first index into port_gbps
+  std::vector<std::uint32_t> port_count;     // per host
+  std::vector<double> port_gbps;             // every host port, host after host
+  std::vector<int> domain_of_host;           // NVLink domain (dense) or -1
+  std::vector<NetLevel> levels;              // innermost first
+  bool rail_optimized = false;
+  double nvlink_latency_us = 0.5;            // a hop inside a host or NVLink domain
+  // Latency of a flow by how far it reached: [0] inside a host/NVLink domain, [1] inside one
+  // group of levels[0], [2 + l] across level l (Fabric::levels latency_us of the common level).
+  std::vector<double> reach_latency_us;
+};
+
+// Builds the machine for a set of hosts (names) and the GPUs used on each (`gpus[i]` for
+// hosts[i], NVML indexes). nodes[i] describes hosts[i] (nullptr: a plain node with that many
+// GPUs, one NIC per fabric port). Hosts are re-sorted by name. Throws Error.
+Machine build_machine(const topology::Fabric& fabric, const std::vector<std::string>& hosts,
+                      const std::vector<const topology::NodeTopology*>& nodes,
+                      const std::vector<std::vector<int>>& gpus);
+
+// Resolved traffic of a layout (dims + explicit matrix).
+struct Traffic {
+  long long world = 0;
+  std::vector<DimTraffic> dims;
+  std::vector<Flow> matrix;
+};
+Traffic job_traffic(const Layout& layout);
+
+// Per-resource loads of one evaluation (bytes per step summed over dims), for pictures.
+struct LinkLoad {
+  std::string name;   // "uplink leaf of node017", "NIC node017:mlx5_3 out", "NVLink node017 GPU2"
+  std::string level;  // "nvlink", "nic", or a level name
+  double bytes = 0;
+  double gbps = 0;
+  double peak_seconds = 0;  // worst dim's load / bandwidth on it
+};
+
+// Cost of ranks on slots: slot_of_rank[r] indexes Machine::slots. `loads` (optional) receives
+// every loaded resource. Throws Error when the sizes disagree.
+CostReport evaluate(const Machine& machine, const Traffic& traffic,
+                    const std::vector<std::uint32_t>& slot_of_rank,
+                    std::vector<LinkLoad>* loads = nullptr);
+// Just the seconds (no report strings): what refinement calls in its loop.
+double evaluate_seconds(const Machine& machine, const Traffic& traffic,
+                        const std::vector<std::uint32_t>& slot_of_rank);
+
+// A lower bound on evaluate_seconds() over every assignment of ranks to the machine's slots:
+// never above the optimum (checked against brute force in tests). docs/mapper.md derives it.
+double lower_bound(const Machine& machine, const Traffic& traffic);
+
+// The machine and traffic plan() works on for a request (hosts sorted by name; the GPUs of each
+// host: bound_gpu when given, else its first tasks_per_host GPUs by NVML index), and each
+// task's slot in Slurm's block order. What the benchmark and `inspect` score assignments with.
+struct Instance {
+  Machine machine;
+  Traffic traffic;
+  Layout layout;                            // resolved
+  std::vector<std::uint32_t> block_slot;    // per task: its slot under Slurm's block order
+  std::vector<std::uint32_t> host_of_task;  // per task: Machine host index
+};
+Instance make_instance(const topology::Fabric& fabric,
+                       const std::vector<const topology::NodeTopology*>& nodes,
+                       const Request& request);
+
+}  // namespace topoaware::mapper

@@ -1,0 +1,695 @@
+// The cost model and its lower bound (cost.h; derivations in docs/mapper.md).
+#include "topoaware/mapper/cost.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <sstream>
+
+#include "node_facts.h"
+
+namespace topoaware::mapper {
+namespace {
+
+constexpr double kGB = 1e9;
+constexpr double kPlainNvlinkGbps = 300;  // a node given without a model
+constexpr double kPlainPortGbps = 25;     // a host the fabric lists without ports (200 Gb/s)
+
+// Resource indexes: [nv_out slots][nv_in slots][nic_out ports][nic_in ports][per level: up, down]
+struct Layout_ {
+  std::size_t nv_out = 0, nv_in = 0, nic_out = 0, nic_in = 0;
+  std::vector<std::size_t> up, down;  // per level
+  std::size_t total = 0;
+};
+
+Layout_ resource_layout(const Machine& m) {
+  Layout_ r;
+  std::size_t s = m.slots.size(), p = m.port_gbps.size();
+  r.nv_out = 0;
+  r.nv_in = s;
+  r.nic_out = 2 * s;
+  r.nic_in = 2 * s + p;
+  std::size_t at = 2 * s + 2 * p;
+  for (const auto& l : m.levels) {
+    r.up.push_back(at);
+    r.down.push_back(at + l.uplink_gbps.size());
+    at += 2 * l.uplink_gbps.size();
+  }
+  r.total = at;
+  return r;
+}
+
+// Routes flows and keeps per-resource loads for the dim being evaluated.
+class Router {
+ public:
+  Router(const Machine& m, bool detail) : m_(m), res_(resource_layout(m)), detail_(detail) {
+    load_.assign(res_.total, 0.0);
+    cap_.assign(res_.total, 0.0);
+    for (std::size_t s = 0; s < m.slots.size(); ++s) {
+      cap_[res_.nv_out + s] = cap_[res_.nv_in + s] = m.slot_nvlink_gbps[s] * kGB;
+    }
+    for (std::size_t p = 0; p < m.port_gbps.size(); ++p) {
+      cap_[res_.nic_out + p] = cap_[res_.nic_in + p] = m.port_gbps[p] * kGB;
+    }
+    for (std::size_t l = 0; l < m.levels.size(); ++l) {
+      for (std::size_t g = 0; g < m.levels[l].uplink_gbps.size(); ++g) {
+        cap_[res_.up[l] + g] = cap_[res_.down[l] + g] = m.levels[l].uplink_gbps[g] * kGB;
+      }
+    }
+    if (detail_) {
+      total_.assign(res_.total, 0.0);
+      peak_.assign(res_.total, 0.0);
+      tier_bytes_.assign(2 + m.levels.size(), 0.0);
+    }
+  }
+
+  // One flow of `bytes` from slot a to slot b. Returns the level it reached: 0 inside a host or
+  // NVLink domain, 1 between hosts under one switch group, 2 + l when it crossed level l.
+  int flow(std::uint32_t a, std::uint32_t b, double bytes) {
+    if (a == b || bytes <= 0) return 0;
+    const Slot& sa = m_.slots[a];
+    const Slot& sb = m_.slots[b];
+    if (sa.host == sb.host ||
+        (m_.domain_of_host[sa.host] >= 0 &&
+         m_.domain_of_host[sa.host] == m_.domain_of_host[sb.host])) {
+      load_[res_.nv_out + a] += bytes;
+      load_[res_.nv_in + b] += bytes;
+      if (detail_) tier_bytes_[0] += bytes;
+      return 0;
+    }
+    int out_port = sa.port;
+    if (m_.rail_optimized) {
+      // PXN: NCCL sends over the local NIC of the peer's rail, after an NVLink hop.
+      out_port = std::min<int>(sb.port, static_cast<int>(m_.port_count[sa.host]) - 1);
+      if (out_port != sa.port) load_[res_.nv_out + a] += bytes;
+    }
+    load_[res_.nic_out + m_.port_base[sa.host] + out_port] += bytes;
+    load_[res_.nic_in + m_.port_base[sb.host] + sb.port] += bytes;
+    if (detail_) tier_bytes_[1] += bytes;
+    int reached = 1;
+    for (std::size_t l = 0; l < m_.levels.size(); ++l) {
+      std::uint32_t ga = m_.levels[l].group_of_host[sa.host];
+      std::uint32_t gb = m_.levels[l].group_of_host[sb.host];
+      if (ga == gb) break;
+      load_[res_.up[l] + ga] += bytes;
+      load_[res_.down[l] + gb] += bytes;
+      if (detail_) tier_bytes_[2 + l] += bytes;
+      reached = static_cast<int>(2 + l);
+    }
+    return reached;
+  }
+
+  double latency_us(int reached) const {
+    const auto& v = m_.reach_latency_us;
+    if (v.empty()) return reached == 0 ? m_.nvlink_latency_us : 2.0;
+    return v[std::min<std::size_t>(static_cast<std::size_t>(reached), v.size() - 1)];
+  }
+
+  // Ends a dim: returns max load / bandwidth (seconds) and clears the loads.
+  double finish_dim(std::size_t* worst) {
+    double best = 0;
+    std::size_t arg = 0;
+    for (std::size_t i = 0; i < load_.size(); ++i) {
+      double l = load_[i];
+      if (l <= 0) continue;
+      double t = cap_[i] > 0 ? l / cap_[i] : std::numeric_limits<double>::infinity();
+      if (t > best) {
+        best = t;
+        arg = i;
+      }
+      if (detail_) {
+        total_[i] += l;
+        peak_[i] = std::max(peak_[i], t);
+      }
+      load_[i] = 0;
+    }
+    if (worst) *worst = arg;
+    return best;
+  }
+
+  std::string describe(std::size_t i) const {
+    auto slot_name = [&](std::size_t s) {
+      const Slot& sl = m_.slots[s];
+      return m_.hosts[sl.host] + " GPU" + std::to_string(sl.gpu);
+    };
+    auto port_name = [&](std::size_t p) {
+      std::size_t h = std::upper_bound(m_.port_base.begin(), m_.port_base.end(), p) -
+                      m_.port_base.begin() - 1;
+      return m_.hosts[h] + " port " + std::to_string(p - m_.port_base[h]);
+    };
+    if (i < res_.nv_in) return "NVLink out of " + slot_name(i);
+    if (i < res_.nic_out) return "NVLink into " + slot_name(i - res_.nv_in);
+    if (i < res_.nic_in) return "NIC out of " + port_name(i - res_.nic_out);
+    if (i < res_.nic_in + m_.port_gbps.size()) return "NIC into " + port_name(i - res_.nic_in);
+    for (std::size_t l = 0; l < m_.levels.size(); ++l) {
+      std::size_t g = m_.levels[l].uplink_gbps.size();
+      if (i >= res_.up[l] && i < res_.up[l] + g) {
+        return "uplink of " + m_.levels[l].group_label[i - res_.up[l]];
+      }
+      if (i >= res_.down[l] && i < res_.down[l] + g) {
+        return "downlink into " + m_.levels[l].group_label[i - res_.down[l]];
+      }
+    }
+    return "?";
+  }
+  std::string level_of(std::size_t i) const {
+    if (i < res_.nic_out) return "nvlink";
+    if (i < res_.nic_in + m_.port_gbps.size()) return "nic";
+    for (std::size_t l = 0; l < m_.levels.size(); ++l) {
+      if (i >= res_.up[l] && i < res_.down[l] + m_.levels[l].uplink_gbps.size()) {
+        return m_.levels[l].name;
+      }
+    }
+    return "?";
+  }
+  double cap(std::size_t i) const { return cap_[i]; }
+  const std::vector<double>& total() const { return total_; }
+  const std::vector<double>& peak() const { return peak_; }
+  const std::vector<double>& tier_bytes() const { return tier_bytes_; }
+
+ private:
+  const Machine& m_;
+  Layout_ res_;
+  bool detail_;
+  std::vector<double> load_, cap_, total_, peak_, tier_bytes_;
+};
+
+// Scratch space for grouping a collective's members by host in first-rank order.
+struct HostGroups {
+  std::vector<std::uint32_t> stamp, pos;
+  std::uint32_t gen = 0;
+  std::vector<std::uint32_t> order;              // hosts by first appearance
+  std::vector<std::vector<std::uint32_t>> members;  // per position: slots in rank order
+
+  void reset(std::size_t hosts) {
+    if (stamp.size() != hosts) {
+      stamp.assign(hosts, 0);
+      pos.assign(hosts, 0);
+      gen = 0;
+    }
+    ++gen;
+    order.clear();
+  }
+  void add(std::uint32_t host, std::uint32_t slot) {
+    if (stamp[host] != gen) {
+      stamp[host] = gen;
+      pos[host] = static_cast<std::uint32_t>(order.size());
+      order.push_back(host);
+      if (members.size() < order.size()) members.emplace_back();
+      members[order.size() - 1].clear();
+    }
+    members[pos[host]].push_back(slot);
+  }
+};
+
+struct DimResult {
+  double seconds = 0;
+  int in_host = 0, in_leaf = 0, across = 0;
+  std::size_t worst = 0;
+  double bw_seconds = 0;
+};
+
+DimResult route_dim(Router& router, const Machine& m, const DimTraffic& d,
+                    const std::vector<std::uint32_t>& slot_of_rank, HostGroups& hg,
+                    std::vector<std::uint32_t>& members) {
+  DimResult r;
+  const long long n = d.size;
+  if (n <= 1 || d.bytes <= 0) return r;
+  const long long world = static_cast<long long>(slot_of_rank.size());
+  const long long block = d.stride * n;
+  int reached_max = 0;
+  members.resize(n);
+  for (long long outer = 0; outer < world; outer += block) {
+    for (long long inner = 0; inner < d.stride; ++inner) {
+      long long base = outer + inner;
+      for (long long i = 0; i < n; ++i) members[i] = slot_of_rank[base + i * d.stride];
+      int reached = 0;
+      if (d.pattern == Pattern::kPipeline) {
+        for (long long i = 0; i + 1 < n; ++i) {
+          reached = std::max(reached, router.flow(members[i], members[i + 1], d.bytes));
+          router.flow(members[i + 1], members[i], d.bytes);
+        }
+      } else {
+        hg.reset(m.hosts.size());
+        for (long long i = 0; i < n; ++i) hg.add(m.slots[members[i]].host, members[i]);
+        const std::size_t hosts = hg.order.size();
+        if (d.pattern == Pattern::kRing) {
+          const double v = 2.0 * static_cast<double>(n - 1) / static_cast<double>(n) * d.bytes;
+          if (hosts == 1) {
+            for (long long i = 0; i < n; ++i) router.flow(members[i], members[(i + 1) % n], v);
+          } else {
+            for (std::size_t h = 0; h < hosts; ++h) {
+              const auto& here = hg.members[h];
+              const auto& next = hg.members[(h + 1) % hosts];
+              const std::size_t k = here.size();
+              if (k >= 2) {
+                double intra = v * static_cast<double>(k - 1) / static_cast<double>(k);
+                for (std::size_t j = 0; j < k; ++j) router.flow(here[j], here[(j + 1) % k], intra);
+              }
+              for (std::size_t j = 0; j < k; ++j) {
+                reached = std::max(reached, router.flow(here[j], next[j % next.size()],
+                                                        v / static_cast<double>(k)));
+              }
+            }
+          }
+        } else {  // all-to-all: every ordered pair, bytes/n each
+          const double each = d.bytes / static_cast<double>(n);
+          for (long long i = 0; i < n; ++i) {
+            for (long long j = 0; j < n; ++j) {
+              if (i != j) reached = std::max(reached, router.flow(members[i], members[j], each));
+            }
+          }
+          (void)hosts;
+        }
+      }
+      // Pipelines and a2a inside one host report 0 already; rings may have reached 0 too.
+      if (reached == 0) {
+        for (long long i = 1; i < n && reached == 0; ++i) {
+          if (m.slots[members[i]].host != m.slots[members[0]].host) reached = 1;
+        }
+        if (reached == 1) {
+          // Only NVLink-domain neighbours: still "inside" the NVLink tier.
+          reached = 0;
+        }
+      }
+      if (reached == 0) ++r.in_host;
+      else if (reached == 1) ++r.in_leaf;
+      else ++r.across;
+      reached_max = std::max(reached_max, reached);
+    }
+  }
+  r.bw_seconds = router.finish_dim(&r.worst);
+  double steps = d.pattern == Pattern::kRing ? 2.0 * static_cast<double>(n - 1) : 1.0;
+  r.seconds = r.bw_seconds + d.calls * steps * router.latency_us(reached_max) * 1e-6;
+  return r;
+}
+
+CostReport evaluate_impl(const Machine& m, const Traffic& t,
+                         const std::vector<std::uint32_t>& slot_of_rank, bool detail,
+                         std::vector<LinkLoad>* loads) {
+  if (static_cast<long long>(slot_of_rank.size()) != t.world) {
+    throw Error("cost model: " + std::to_string(slot_of_rank.size()) + " ranks placed, layout has " +
+                std::to_string(t.world));
+  }
+  for (auto s : slot_of_rank) {
+    if (s >= m.slots.size()) throw Error("cost model: rank placed on a slot that does not exist");
+  }
+  Router router(m, detail);
+  HostGroups hg;
+  std::vector<std::uint32_t> members;
+  CostReport report;
+  double worst_t = -1;
+  std::string worst_name;
+  for (const auto& d : t.dims) {
+    DimResult r = route_dim(router, m, d, slot_of_rank, hg, members);
+    report.seconds += r.seconds;
+    if (detail) {
+      DimCost dc;
+      dc.dim = d.name;
+      dc.seconds = r.seconds;
+      dc.groups_in_host = r.in_host;
+      dc.groups_in_leaf = r.in_leaf;
+      dc.groups_across = r.across;
+      report.dims.push_back(dc);
+      if (r.bw_seconds > worst_t && r.bw_seconds > 0) {
+        worst_t = r.bw_seconds;
+        std::ostringstream s;
+        s << router.describe(r.worst) << " (" << d.name << ", "
+          << router.cap(r.worst) / kGB << " GB/s)";
+        worst_name = s.str();
+      }
+    }
+  }
+  if (!t.matrix.empty()) {
+    for (const auto& f : t.matrix) {
+      router.flow(slot_of_rank[f.from], slot_of_rank[f.to], f.bytes);
+    }
+    std::size_t worst = 0;
+    double s = router.finish_dim(&worst);
+    report.seconds += s;
+    if (detail) {
+      DimCost dc;
+      dc.dim = "matrix";
+      dc.seconds = s;
+      report.dims.push_back(dc);
+      if (s > worst_t && s > 0) {
+        worst_t = s;
+        worst_name = router.describe(worst) + " (matrix)";
+      }
+    }
+  }
+  if (detail) {
+    report.bottleneck = worst_name;
+    const auto& tb = router.tier_bytes();
+    report.tiers.push_back({"nvlink", tb[0]});
+    report.tiers.push_back({"network", tb[1]});
+    for (std::size_t l = 0; l < m.levels.size(); ++l) {
+      report.tiers.push_back({m.levels[l].name, tb[2 + l]});
+    }
+    if (loads) {
+      loads->clear();
+      const auto& tot = router.total();
+      for (std::size_t i = 0; i < tot.size(); ++i) {
+        if (tot[i] <= 0) continue;
+        loads->push_back({router.describe(i), router.level_of(i), tot[i], router.cap(i) / kGB,
+                          router.peak()[i]});
+      }
+    }
+  }
+  return report;
+}
+
+}  // namespace
+
+Traffic job_traffic(const Layout& layout) {
+  Traffic t;
+  t.world = world_size(layout);
+  t.dims = default_traffic(layout);
+  t.matrix = layout.matrix;
+  return t;
+}
+
+CostReport evaluate(const Machine& machine, const Traffic& traffic,
+                    const std::vector<std::uint32_t>& slot_of_rank, std::vector<LinkLoad>* loads) {
+  return evaluate_impl(machine, traffic, slot_of_rank, true, loads);
+}
+
+double evaluate_seconds(const Machine& machine, const Traffic& traffic,
+                        const std::vector<std::uint32_t>& slot_of_rank) {
+  return evaluate_impl(machine, traffic, slot_of_rank, false, nullptr).seconds;
+}
+
+Machine build_machine(const topology::Fabric& fabric, const std::vector<std::string>& hosts,
+                      const std::vector<const topology::NodeTopology*>& nodes,
+                      const std::vector<std::vector<int>>& gpus) {
+  if (hosts.size() != nodes.size() || hosts.size() != gpus.size()) {
+    throw Error("mapper: " + std::to_string(hosts.size()) + " hosts but " +
+                std::to_string(nodes.size()) + " node models and " + std::to_string(gpus.size()) +
+                " GPU lists");
+  }
+  std::vector<std::size_t> order(hosts.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](auto a, auto b) { return hosts[a] < hosts[b]; });
+  for (std::size_t i = 1; i < order.size(); ++i) {
+    if (hosts[order[i]] == hosts[order[i - 1]]) {
+      throw Error("mapper: host " + hosts[order[i]] + " appears twice in the step");
+    }
+  }
+  Machine m;
+  std::map<const topology::NodeTopology*, internal::NodeFacts> facts;
+  std::map<int, int> dense_domain;
+  for (std::size_t oi = 0; oi < order.size(); ++oi) {
+    std::size_t i = order[oi];
+    const std::string& name = hosts[i];
+    std::int64_t fi = fabric.find_host(name);
+    if (fi < 0) {
+      throw Error("host " + name + " is not in the fabric" +
+                  (fabric.source.empty() ? std::string() : " (" + fabric.source + ")"));
+    }
+    const topology::HostInfo& hi = fabric.hosts[static_cast<std::size_t>(fi)];
+    auto h = static_cast<std::uint32_t>(m.hosts.size());
+    m.hosts.push_back(name);
+    m.fabric_host.push_back(static_cast<std::uint32_t>(fi));
+    const internal::NodeFacts* nf = nullptr;
+    if (nodes[i]) {
+      auto it = facts.find(nodes[i]);
+      if (it == facts.end()) it = facts.emplace(nodes[i], internal::node_facts(*nodes[i])).first;
+      nf = &it->second;
+    }
+    // Ports: the fabric's, else one per node NIC, else one.
+    m.port_base.push_back(static_cast<std::uint32_t>(m.port_gbps.size()));
+    double degraded = hi.degraded > 0 ? hi.degraded : 1.0;
+    if (!hi.port_gbps.empty()) {
+      for (double g : hi.port_gbps) m.port_gbps.push_back((g > 0 ? g : kPlainPortGbps) * degraded);
+    } else {
+      std::size_t n = nf && !nf->nic_names.empty() ? nf->nic_names.size() : 1;
+      for (std::size_t p = 0; p < n; ++p) m.port_gbps.push_back(kPlainPortGbps * degraded);
+    }
+    auto ports = static_cast<std::uint32_t>(m.port_gbps.size() - m.port_base.back());
+    m.port_count.push_back(ports);
+    int domain = -1;
+    double domain_gbps = 0;
+    if (hi.nvlink_domain >= 0 &&
+        static_cast<std::size_t>(hi.nvlink_domain) < fabric.nvlink_domains.size()) {
+      domain = dense_domain.emplace(hi.nvlink_domain, static_cast<int>(dense_domain.size()))
+                   .first->second;
+      domain_gbps = fabric.nvlink_domains[static_cast<std::size_t>(hi.nvlink_domain)].gpu_bandwidth;
+    }
+    m.domain_of_host.push_back(domain);
+    std::vector<int> used = gpus[i];
+    std::sort(used.begin(), used.end());
+    for (std::size_t k = 1; k < used.size(); ++k) {
+      if (used[k] == used[k - 1]) {
+        throw Error("host " + name + ": GPU " + std::to_string(used[k]) + " used by two tasks");
+      }
+    }
+    const int node_gpus = nf ? static_cast<int>(nf->gpus.size()) : 0;
+    for (int gpu : used) {
+      Slot s;
+      s.host = h;
+      s.gpu = gpu;
+      double nv = kPlainNvlinkGbps;
+      int port = -1;
+      if (nf && !nf->gpus.empty()) {
+        const internal::GpuFacts* gf = nf->find(gpu);
+        if (!gf) {
+          throw Error("host " + name + ": GPU " + std::to_string(gpu) +
+                      " is not in its node model (" + std::to_string(node_gpus) + " GPUs)");
+        }
+        nv = gf->nvlink_gbps;
+        if (!gf->nics.empty()) {
+          for (std::size_t p = 0; p < hi.port_nic.size(); ++p) {
+            if (hi.port_nic[p] == gf->nics[0]) port = static_cast<int>(p);
+          }
+        }
+        if (port < 0 && gf->nic_ordinal >= 0) port = gf->nic_ordinal % static_cast<int>(ports);
+        if (port < 0) {
+          int ordinal = static_cast<int>(gf - nf->gpus.data());
+          port = ordinal * static_cast<int>(ports) / std::max(1, node_gpus);
+        }
+      } else if (gpu < 0) {
+        throw Error("host " + name + ": negative GPU index");
+      }
+      if (port < 0) port = gpu % static_cast<int>(ports);
+      s.port = port;
+      m.slots.push_back(s);
+      m.slot_nvlink_gbps.push_back(std::max(nv, domain_gbps));
+    }
+  }
+  m.rail_optimized = fabric.rail_optimized;
+  for (const auto& level : fabric.levels) {
+    if (level.name == "host" || level.name == "nvlink") continue;
+    if (level.group_of_host.size() != fabric.hosts.size()) continue;
+    NetLevel nl;
+    nl.name = level.name;
+    nl.latency_us = level.latency_us > 0 ? level.latency_us
+                                         : 1.0 + 0.3 * static_cast<double>(m.levels.size() + 1);
+    std::map<std::uint32_t, std::uint32_t> dense;
+    for (std::size_t h = 0; h < m.hosts.size(); ++h) {
+      std::uint32_t g = level.group_of_host[m.fabric_host[h]];
+      auto [it, fresh] = dense.emplace(g, static_cast<std::uint32_t>(dense.size()));
+      if (fresh) {
+        double up = g < level.group_uplink_gbps.size() ? level.group_uplink_gbps[g] : 0;
+        nl.uplink_gbps.push_back(up > 0 ? up : 1e9);  // unknown or top: not a constraint
+        std::string label = g < level.group_name.size() && !level.group_name[g].empty()
+                                ? level.group_name[g]
+                                : m.hosts[h];
+        nl.group_label.push_back(level.name + " " + label);
+      }
+      nl.group_of_host.push_back(it->second);
+    }
+    m.levels.push_back(std::move(nl));
+  }
+  m.reach_latency_us.push_back(m.nvlink_latency_us);
+  for (const auto& l : m.levels) m.reach_latency_us.push_back(l.latency_us);
+  m.reach_latency_us.push_back(
+      (m.levels.empty() ? 1.0 : m.levels.back().latency_us) + 0.3);
+  return m;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Lower bound (docs/mapper.md, "Lower bound").
+
+namespace {
+
+// Members of one group that can share a "bin" (host, NVLink domain, level group) without
+// splitting: how many groups of size n must be split over bins of the given slot counts.
+double split_groups(const std::vector<long long>& bin_slots, long long n, long long groups) {
+  long long whole = 0;
+  for (long long c : bin_slots) whole += c / n;
+  return static_cast<double>(std::max(0LL, groups - whole));
+}
+
+}  // namespace
+
+double lower_bound(const Machine& m, const Traffic& t) {
+  if (m.slots.empty()) return 0;
+  const double nv = *std::max_element(m.slot_nvlink_gbps.begin(), m.slot_nvlink_gbps.end()) * kGB;
+  double port = *std::max_element(m.port_gbps.begin(), m.port_gbps.end()) * kGB;
+  double port_eff = port;
+  for (std::size_t s = 0; s < m.slots.size(); ++s) {
+    if (m.domain_of_host[m.slots[s].host] >= 0) {
+      port_eff = std::max(port_eff, m.slot_nvlink_gbps[s] * kGB);
+    }
+  }
+  std::vector<long long> host_slots(m.hosts.size(), 0);
+  for (const auto& s : m.slots) ++host_slots[s.host];
+  const long long kmax = *std::max_element(host_slots.begin(), host_slots.end());
+  double total_egress = 0;
+  for (double g : m.slot_nvlink_gbps) total_egress += g * kGB;
+  for (double g : m.port_gbps) total_egress += g * kGB;
+
+  // Bins for the crossing bounds: level 0 = NVLink domain or host (capacity: NIC egress), then
+  // each network level (capacity: uplinks).
+  struct Bins {
+    std::vector<long long> slots;
+    double cap = 0;
+  };
+  std::vector<Bins> bins;
+  {
+    Bins b;
+    std::map<long long, std::size_t> idx;
+    std::vector<double> host_ports(m.hosts.size(), 0);
+    for (std::size_t h = 0; h < m.hosts.size(); ++h) {
+      for (std::uint32_t p = 0; p < m.port_count[h]; ++p) {
+        host_ports[h] += m.port_gbps[m.port_base[h] + p] * kGB;
+      }
+      long long key = m.domain_of_host[h] >= 0 ? -1 - m.domain_of_host[h] : static_cast<long long>(h);
+      auto [it, fresh] = idx.emplace(key, b.slots.size());
+      if (fresh) b.slots.push_back(0);
+      b.slots[it->second] += host_slots[h];
+      b.cap += host_ports[h];
+    }
+    bins.push_back(std::move(b));
+  }
+  for (const auto& l : m.levels) {
+    Bins b;
+    b.slots.assign(l.uplink_gbps.size(), 0);
+    for (const auto& s : m.slots) ++b.slots[l.group_of_host[s.host]];
+    for (std::size_t g = 0; g < l.uplink_gbps.size(); ++g) {
+      if (b.slots[g] > 0) b.cap += l.uplink_gbps[g] * kGB;
+    }
+    bins.push_back(std::move(b));
+  }
+
+  // Per dim: f[k] = the least time of the dim given that some rank has k members of its group
+  // on its own host (k = 1..min(n, kmax)), combined with the crossing bounds (valid for any k).
+  const std::size_t D = t.dims.size();
+  std::vector<std::vector<double>> f(D);
+  double lat_min = m.nvlink_latency_us;
+  for (double l : m.reach_latency_us) lat_min = std::min(lat_min, l);
+  double fixed = 0;  // latency floors and dims that do not communicate
+  for (std::size_t d = 0; d < D; ++d) {
+    const DimTraffic& dt = t.dims[d];
+    const long long n = dt.size;
+    if (n <= 1 || dt.bytes <= 0) {
+      f[d] = {0.0};
+      continue;
+    }
+    const double S = dt.bytes;
+    const long long groups = t.world / n;
+    double cross = 0;  // crossing bound
+    double total_bytes = 0;
+    for (const auto& b : bins) {
+      double split = split_groups(b.slots, n, groups);
+      long long cmax = b.slots.empty() ? 0 : *std::max_element(b.slots.begin(), b.slots.end());
+      double per_split = 0;
+      if (dt.pattern == Pattern::kRing) {
+        per_split = 2 * (2.0 * static_cast<double>(n - 1) / static_cast<double>(n) * S);
+      } else if (dt.pattern == Pattern::kAllToAll) {
+        per_split = std::max(2.0 * static_cast<double>(n - 1) / static_cast<double>(n) * S,
+                             static_cast<double>(std::max(0LL, n - cmax)) * S);
+      } else {
+        per_split = 2 * S;
+      }
+      if (b.cap > 0) cross = std::max(cross, split * per_split / b.cap);
+    }
+    if (dt.pattern == Pattern::kRing) {
+      total_bytes = static_cast<double>(t.world) * 2.0 * static_cast<double>(n - 1) /
+                    static_cast<double>(n) * S;
+    } else if (dt.pattern == Pattern::kAllToAll) {
+      total_bytes = static_cast<double>(t.world) * static_cast<double>(n - 1) /
+                    static_cast<double>(n) * S;
+    } else {
+      total_bytes = 2.0 * static_cast<double>(groups) * static_cast<double>(n - 1) * S;
+    }
+    cross = std::max(cross, total_bytes / total_egress);
+    const long long kcap = std::min(n, kmax);
+    f[d].assign(static_cast<std::size_t>(kcap), 0.0);
+    for (long long k = 1; k <= kcap; ++k) {
+      double v = 0;
+      const double kd = static_cast<double>(k), nd = static_cast<double>(n);
+      if (dt.pattern == Pattern::kRing) {
+        const double V = 2.0 * (nd - 1) / nd * S;
+        v = (k == n) ? V / nv : std::max((kd - 1) / kd * V / nv, V / kd / port_eff);
+      } else if (dt.pattern == Pattern::kAllToAll) {
+        const double A = (kd - 1) * S / nd, X = (nd - kd) * S / nd;
+        if (k == n) {
+          v = A / nv;
+        } else {
+          double y = port_eff * (A + X) / (nv + port_eff);
+          v = (y <= X) ? (A + X) / (nv + port_eff) : std::max(A / nv, X / port_eff);
+        }
+      } else {  // pipeline: a middle stage (or either stage when n == 2)
+        // Off-host flows leave by the rank's own port, except on rail-optimized fabrics where
+        // PXN may use another port after an NVLink hop.
+        double two_off = 2 * S / port_eff;
+        double one_off = std::max(S / nv, S / port_eff);
+        if (m.rail_optimized) {
+          two_off = std::min({two_off, S / std::min(nv, port_eff), 2 * S / nv});
+          one_off = std::min(one_off, 2 * S / nv);
+        }
+        if (n == 2) {
+          v = k >= 2 ? S / std::max(nv, port_eff) : S / port_eff;
+        } else {
+          v = two_off;
+          if (k >= 2) v = std::min(v, one_off);
+          if (k >= 3) v = std::min(v, 2 * S / nv);
+        }
+      }
+      f[d][static_cast<std::size_t>(k - 1)] = std::max(v, cross);
+    }
+    // Ring and all-to-all members are alike: when this host holds k < n members, the other
+    // n - k sit on hosts holding at most n - k each, and the dim takes at least as long as
+    // those members' own bound.
+    if (dt.pattern != Pattern::kPipeline) {
+      std::vector<double> g = f[d];
+      for (long long k = 1; k < kcap + 1 && k < n; ++k) {
+        double others = std::numeric_limits<double>::infinity();
+        for (long long j = 1; j <= std::min(n - k, kcap); ++j) {
+          others = std::min(others, f[d][static_cast<std::size_t>(j - 1)]);
+        }
+        g[static_cast<std::size_t>(k - 1)] = std::max(g[static_cast<std::size_t>(k - 1)], others);
+      }
+      f[d] = std::move(g);
+    }
+    fixed += dt.calls * (dt.pattern == Pattern::kRing ? 2.0 * (static_cast<double>(n) - 1) : 1.0) *
+             lat_min * 1e-6;
+  }
+  // The rank's groups in different dims share only the rank itself, so on its host
+  // sum_d (k_d - 1) <= kmax - 1. Minimize sum_d f_d(k_d) under that budget.
+  const std::size_t budget = static_cast<std::size_t>(kmax - 1);
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<double> best(budget + 1, 0.0);
+  for (std::size_t d = 0; d < D; ++d) {
+    std::vector<double> next(budget + 1, inf);
+    for (std::size_t b = 0; b <= budget; ++b) {
+      if (best[b] == inf) continue;
+      for (std::size_t k = 1; k <= f[d].size() && b + k - 1 <= budget; ++k) {
+        next[b + k - 1] = std::min(next[b + k - 1], best[b] + f[d][k - 1]);
+      }
+    }
+    best = std::move(next);
+  }
+  double lb = *std::min_element(best.begin(), best.end());
+  if (!t.matrix.empty()) {
+    double bytes = 0;
+    for (const auto& fl : t.matrix) bytes += fl.from != fl.to ? fl.bytes : 0;
+    lb += bytes / total_egress;
+  }
+  return lb + fixed;
+}
+
+}  // namespace topoaware::mapper

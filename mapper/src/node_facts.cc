@@ -1,0 +1,113 @@
+#include "node_facts.h"
+
+#include <algorithm>
+
+#include "topoaware/topology/error.h"
+#include "topoaware/topology/paths.h"
+
+namespace topoaware::mapper::internal {
+namespace {
+
+using topology::Graph;
+using topology::LinkKind;
+using topology::VertexId;
+using topology::VertexKind;
+
+std::vector<VertexId> ancestors(const Graph& g, VertexId v) {
+  std::vector<VertexId> chain;
+  for (VertexId p = v; p.valid() && chain.size() < 64; p = g.vertex(p).parent) chain.push_back(p);
+  return chain;
+}
+
+std::string nic_name(const Graph& g, VertexId nic) {
+  const auto& v = g.vertex(nic);
+  if (!v.nic.ports.empty() && !v.nic.ports[0].name.empty()) return v.nic.ports[0].name;
+  return v.name;
+}
+
+std::string nic_netdev(const Graph& g, VertexId nic) {
+  for (const auto& p : g.vertex(nic).nic.ports) {
+    if (!p.netdev.empty()) return p.netdev;
+  }
+  return {};
+}
+
+}  // namespace
+
+NodeFacts node_facts(const topology::NodeTopology& node) {
+  const Graph& g = node.graph;
+  NodeFacts facts;
+  std::vector<VertexId> gpus = node.gpus();
+  std::vector<VertexId> nics = node.nics();
+  for (VertexId n : nics) facts.nic_names.push_back(nic_name(g, n));
+  // The node library's view (NCCL's rules) when it is there; the tree walk below otherwise.
+  std::vector<topology::GpuLocality> locality;
+  try {
+    locality = topology::gpu_locality(node);
+  } catch (const topology::Error&) {
+    locality.clear();
+  }
+  int ordinal = 0;
+  for (VertexId gv : gpus) {
+    const auto& v = g.vertex(gv);
+    GpuFacts f;
+    f.dev = v.gpu.dev >= 0 ? v.gpu.dev : ordinal;
+    ++ordinal;
+    f.busid = v.busid;
+    double nvl = 0, pcie = 0;
+    for (auto l : g.links_of(gv)) {
+      const auto& link = g.link(l);
+      if (link.kind == LinkKind::kNvLink || link.kind == LinkKind::kC2C) {
+        VertexId other = g.other_end(l, gv);
+        if (g.vertex(other).kind != VertexKind::kCpu) nvl += link.bandwidth;
+      } else if (link.kind == LinkKind::kPcie) {
+        pcie = std::max(pcie, link.bandwidth);
+      }
+    }
+    f.nvlink_gbps = nvl > 0 ? nvl : (pcie > 0 ? pcie : 12.0);
+    const topology::GpuLocality* loc = nullptr;
+    for (const auto& l : locality) {
+      if (l.gpu == gv) loc = &l;
+    }
+    std::vector<VertexId> nearest;
+    if (loc) {
+      nearest = loc->nearest_nics;
+      f.cpus = loc->local_pus;
+    } else {
+      // Nearest NICs: those sharing the deepest common PCIe ancestor with the GPU.
+      std::vector<VertexId> up = ancestors(g, gv);
+      std::size_t best = up.size() + 1;
+      for (VertexId n : nics) {
+        std::vector<VertexId> nup = ancestors(g, n);
+        std::size_t d = up.size() + 1;
+        for (std::size_t i = 0; i < up.size(); ++i) {
+          if (std::find(nup.begin(), nup.end(), up[i]) != nup.end()) {
+            d = i;
+            break;
+          }
+        }
+        if (d < best) {
+          best = d;
+          nearest.clear();
+        }
+        if (d == best && d <= up.size()) nearest.push_back(n);
+      }
+      if (!up.empty()) {
+        const auto& root = g.vertex(up.back());
+        if (root.kind == VertexKind::kCpu) f.cpus = root.cpu.pus;
+      }
+    }
+    for (VertexId n : nearest) f.nics.push_back(nic_name(g, n));
+    if (!nearest.empty()) {
+      f.netdev = nic_netdev(g, nearest[0]);
+      auto it = std::find(nics.begin(), nics.end(), nearest[0]);
+      if (it != nics.end()) f.nic_ordinal = static_cast<int>(it - nics.begin());
+    }
+    facts.gpus.push_back(std::move(f));
+  }
+  std::sort(facts.gpus.begin(), facts.gpus.end(),
+            [](const GpuFacts& a, const GpuFacts& b) { return a.dev < b.dev; });
+  return facts;
+}
+
+}  // namespace topoaware::mapper::internal

@@ -1,0 +1,37 @@
+// What the mapper needs from a node model, per GPU: NVML index, bus id, its NVLink bandwidth,
+// its nearest NICs, socket interface and NUMA-local CPUs. Taken from topology::gpu_locality()
+// when the node library provides it, else from the node graph's PCIe tree directly (nearest
+// NIC = the one sharing the deepest PCIe ancestor), so the mapper works on any node model.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "topoaware/topology/node.h"
+
+namespace topoaware::mapper::internal {
+
+struct GpuFacts {
+  int dev = -1;                    // NVML index
+  std::string busid;
+  double nvlink_gbps = 0;          // egress to other GPUs of the node (NVLink, else PCIe)
+  std::vector<std::string> nics;   // HCA names, nearest first
+  std::string netdev;              // of the nearest NIC, when known
+  std::vector<std::uint32_t> cpus; // NUMA-local PUs
+  int nic_ordinal = -1;            // position of the nearest NIC among the node's NICs
+};
+
+struct NodeFacts {
+  std::vector<GpuFacts> gpus;      // sorted by dev
+  std::vector<std::string> nic_names;  // node NICs in graph order
+  const GpuFacts* find(int dev) const {
+    for (const auto& g : gpus) {
+      if (g.dev == dev) return &g;
+    }
+    return nullptr;
+  }
+};
+
+NodeFacts node_facts(const topology::NodeTopology& node);
+
+}  // namespace topoaware::mapper::internal

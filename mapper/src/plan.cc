@@ -1,0 +1,547 @@
+// plan(): the rank mapping algorithms (block, cyclic, random, topo) and the launch plan.
+//
+// Everything inside works on the canonical machine (hosts sorted by name, slots by GPU), so the
+// plan does not depend on the order the hosts came in; only the block baseline (and the guard
+// that falls back to it) reads Slurm's order.
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
+
+#include "node_facts.h"
+#include "topoaware/mapper/cost.h"
+#include "topoaware/mapper/plan.h"
+
+namespace topoaware::mapper {
+namespace {
+
+// splitmix64: a fixed, portable generator (std distributions differ between libraries).
+struct SplitMix {
+  std::uint64_t s;
+  std::uint64_t next() {
+    std::uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+  std::uint64_t below(std::uint64_t n) { return n ? next() % n : 0; }
+};
+
+using Assignment = std::vector<std::uint32_t>;  // slot of each rank
+
+long long total_tasks(const Request& r) {
+  long long n = 0;
+  for (int t : r.tasks_per_host) {
+    if (t < 0) throw Error("tasks_per_host: negative count");
+    n += t;
+  }
+  return n;
+}
+
+// Weight of a dim per rank: the bytes each rank sends in it, so heavier dims go innermost.
+double dim_weight(const DimTraffic& d) {
+  const double n = d.size;
+  switch (d.pattern) {
+    case Pattern::kRing: return 2 * (n - 1) / n * d.bytes;
+    case Pattern::kAllToAll: return (n - 1) / n * d.bytes;
+    case Pattern::kPipeline: return 2 * d.bytes;
+  }
+  return d.bytes;
+}
+
+// Orders children (by slot count) so that those holding whole units come first, then partial
+// ones in runs whose counts add up to a unit: fragmented hosts pair up (5 + 3 = 8).
+std::vector<std::size_t> pack(const std::vector<long long>& count, long long unit) {
+  std::vector<std::size_t> out, rest;
+  for (std::size_t i = 0; i < count.size(); ++i) {
+    (unit <= 1 || count[i] % unit == 0 ? out : rest).push_back(i);
+  }
+  std::stable_sort(rest.begin(), rest.end(),
+                   [&](auto a, auto b) { return count[a] % unit > count[b] % unit; });
+  std::vector<bool> used(rest.size(), false);
+  for (std::size_t i = 0; i < rest.size(); ++i) {
+    if (used[i]) continue;
+    used[i] = true;
+    out.push_back(rest[i]);
+    long long need = unit - count[rest[i]] % unit;
+    while (need > 0) {
+      std::size_t pick = rest.size();
+      for (std::size_t j = i + 1; j < rest.size(); ++j) {
+        if (!used[j] && count[rest[j]] % unit <= need) {
+          pick = j;  // residues are sorted: the first that fits is the largest
+          break;
+        }
+      }
+      if (pick == rest.size()) break;
+      used[pick] = true;
+      out.push_back(rest[pick]);
+      need -= count[rest[pick]] % unit;
+    }
+  }
+  return out;
+}
+
+class Mapper {
+ public:
+  Mapper(const Instance& inst, const Request& req) : in_(inst), req_(req) {
+    const Machine& m = inst.machine;
+    slots_of_host_.assign(m.hosts.size(), {});
+    for (std::uint32_t s = 0; s < m.slots.size(); ++s) slots_of_host_[m.slots[s].host].push_back(s);
+  }
+
+  Assignment block() const {
+    Assignment a(in_.block_slot.size());
+    for (std::size_t r = 0; r < a.size(); ++r) a[r] = in_.block_slot[r];
+    return a;
+  }
+
+  // Slurm's cyclic distribution: tasks dealt round-robin over the hosts in Slurm's order.
+  Assignment cyclic() const {
+    std::vector<std::vector<std::uint32_t>> per_host(req_.hosts.size());
+    std::size_t t = 0;
+    for (std::size_t h = 0; h < req_.hosts.size(); ++h) {
+      for (int j = 0; j < req_.tasks_per_host[h]; ++j) per_host[h].push_back(in_.block_slot[t++]);
+    }
+    Assignment a;
+    for (std::size_t round = 0; a.size() < in_.block_slot.size(); ++round) {
+      for (auto& slots : per_host) {
+        if (round < slots.size()) a.push_back(slots[round]);
+      }
+    }
+    return a;
+  }
+
+  Assignment random(std::uint64_t seed) const {
+    Assignment a = block();
+    SplitMix rng{seed};
+    for (std::size_t i = a.size(); i > 1; --i) std::swap(a[i - 1], a[rng.below(i)]);
+    return a;
+  }
+
+  Assignment topo(long long* moves_done) {
+    const Machine& m = in_.machine;
+    const Traffic& t = in_.traffic;
+    const long long world = t.world;
+    // Work bound: candidate and refinement evaluations together cost O(ranks) each; keep their
+    // count x ranks under a fixed budget so 131k ranks stay within seconds.
+    const double work_cap = 6e6;
+    long long evals_left = std::max<long long>(4, static_cast<long long>(work_cap / world));
+
+    // Dims that communicate, heaviest first.
+    std::vector<std::size_t> dims;
+    for (std::size_t d = 0; d < t.dims.size(); ++d) {
+      if (t.dims[d].size > 1) dims.push_back(d);
+    }
+    std::vector<std::size_t> heavy = dims;
+    std::stable_sort(heavy.begin(), heavy.end(), [&](auto a, auto b) {
+      return dim_weight(t.dims[a]) > dim_weight(t.dims[b]);
+    });
+    std::vector<std::vector<std::size_t>> orders;
+    auto add_order = [&](const std::vector<std::size_t>& o) {
+      if (std::find(orders.begin(), orders.end(), o) == orders.end()) orders.push_back(o);
+    };
+    add_order(heavy);
+    add_order(dims);
+    if (dims.size() <= 5) {
+      std::vector<std::size_t> p = dims;
+      std::sort(p.begin(), p.end());
+      do add_order(p);
+      while (std::next_permutation(p.begin(), p.end()));
+    }
+
+    Assignment best = block_by_name();
+    double best_cost = evaluate_seconds(m, t, best);
+    --evals_left;
+    for (const auto& order : orders) {
+      for (int packed = 1; packed >= 0; --packed) {
+        if (evals_left <= 0) break;
+        std::vector<std::uint32_t> seq = slot_sequence(order, packed != 0);
+        Assignment a = fill(seq, order);
+        double c = evaluate_seconds(m, t, a);
+        --evals_left;
+        if (c < best_cost) {
+          best_cost = c;
+          best = std::move(a);
+        }
+      }
+    }
+    long long budget = req_.refine_moves >= 0
+                           ? req_.refine_moves
+                           : static_cast<long long>(std::max(0.0, req_.refine_budget_ms) * 50);
+    budget = std::min(budget, evals_left);
+    *moves_done = refine(best, best_cost, budget);
+    return best;
+  }
+
+ private:
+  // Slurm's block order over hosts sorted by name: the canonical starting point.
+  Assignment block_by_name() const {
+    Assignment a;
+    for (const auto& slots : slots_of_host_) a.insert(a.end(), slots.begin(), slots.end());
+    return a;
+  }
+
+  // Slots in locality order: hosts grouped by the outermost level first, within each group
+  // packed so partial hosts complete each other, GPUs by index inside a host.
+  std::vector<std::uint32_t> slot_sequence(const std::vector<std::size_t>& order, bool packed) {
+    const Machine& m = in_.machine;
+    std::vector<long long> prefix;  // unit sizes: products of the innermost dims
+    long long p = 1;
+    for (auto d : order) {
+      p *= in_.traffic.dims[d].size;
+      prefix.push_back(p);
+    }
+    auto unit_for = [&](long long capacity) {
+      long long u = 1;
+      for (long long x : prefix) {
+        if (x <= capacity) u = x;
+      }
+      return u;
+    };
+    std::vector<std::uint32_t> hosts(m.hosts.size());
+    std::iota(hosts.begin(), hosts.end(), 0);
+    std::vector<std::uint32_t> out;
+    order_group(hosts, static_cast<int>(m.levels.size()) - 1, packed, unit_for, out);
+    return out;
+  }
+
+  template <class UnitFor>
+  void order_group(const std::vector<std::uint32_t>& hosts, int level, bool packed,
+                   const UnitFor& unit_for, std::vector<std::uint32_t>& out) {
+    const Machine& m = in_.machine;
+    if (level < 0) {
+      // Hosts of one innermost group.
+      std::vector<long long> count;
+      long long cap = 0;
+      for (auto h : hosts) {
+        count.push_back(static_cast<long long>(slots_of_host_[h].size()));
+        cap = std::max(cap, count.back());
+      }
+      std::vector<std::size_t> idx(hosts.size());
+      std::iota(idx.begin(), idx.end(), 0);
+      if (packed) idx = pack(count, unit_for(cap));
+      for (auto i : idx) {
+        const auto& s = slots_of_host_[hosts[i]];
+        out.insert(out.end(), s.begin(), s.end());
+      }
+      return;
+    }
+    const NetLevel& l = m.levels[static_cast<std::size_t>(level)];
+    std::map<std::uint32_t, std::vector<std::uint32_t>> groups;  // dense ids follow name order
+    for (auto h : hosts) groups[l.group_of_host[h]].push_back(h);
+    std::vector<std::vector<std::uint32_t>> children;
+    std::vector<long long> count;
+    long long cap = 0;
+    for (auto& [g, hs] : groups) {
+      long long c = 0;
+      for (auto h : hs) c += static_cast<long long>(slots_of_host_[h].size());
+      children.push_back(std::move(hs));
+      count.push_back(c);
+      cap = std::max(cap, c);
+    }
+    std::vector<std::size_t> idx(children.size());
+    std::iota(idx.begin(), idx.end(), 0);
+    if (packed) idx = pack(count, unit_for(cap));
+    for (auto i : idx) order_group(children[i], level - 1, packed, unit_for, out);
+  }
+
+  // The i-th slot of `seq` gets the i-th rank when ranks are enumerated with `order`'s dims
+  // varying fastest first (then any dims of size 1).
+  Assignment fill(const std::vector<std::uint32_t>& seq, const std::vector<std::size_t>& order) {
+    const auto& dims = in_.traffic.dims;
+    Assignment a(seq.size());
+    std::vector<long long> digit(order.size(), 0);
+    for (std::size_t i = 0; i < seq.size(); ++i) {
+      long long rank = 0;
+      for (std::size_t k = 0; k < order.size(); ++k) rank += digit[k] * dims[order[k]].stride;
+      a[static_cast<std::size_t>(rank)] = seq[i];
+      for (std::size_t k = 0; k < order.size(); ++k) {
+        if (++digit[k] < dims[order[k]].size) break;
+        digit[k] = 0;
+      }
+    }
+    return a;
+  }
+
+  // Swap refinement: exchange the slots of two ranks on different hosts when the cost model
+  // says the step gets faster. Small instances try every pair (steepest descent); larger ones
+  // draw pairs from a fixed-seed generator. Every evaluation counts against the budget.
+  long long refine(Assignment& a, double& cost, long long budget) {
+    const Machine& m = in_.machine;
+    const Traffic& t = in_.traffic;
+    const std::size_t n = a.size();
+    long long used = 0;
+    if (n < 2 || budget <= 0) return 0;
+    if (n <= 24) {
+      bool improved = true;
+      while (improved && used < budget) {
+        improved = false;
+        double best = cost;
+        std::size_t bi = 0, bj = 0;
+        for (std::size_t i = 0; i < n && used < budget; ++i) {
+          for (std::size_t j = i + 1; j < n && used < budget; ++j) {
+            if (m.slots[a[i]].host == m.slots[a[j]].host && !same_host_matters()) continue;
+            std::swap(a[i], a[j]);
+            double c = evaluate_seconds(m, t, a);
+            ++used;
+            std::swap(a[i], a[j]);
+            if (c < best - 1e-15) {
+              best = c;
+              bi = i;
+              bj = j;
+            }
+          }
+        }
+        if (best < cost - 1e-15) {
+          std::swap(a[bi], a[bj]);
+          cost = best;
+          improved = true;
+        }
+      }
+      return used;
+    }
+    SplitMix rng{0x746f706f2d617761ULL};
+    while (used < budget) {
+      std::size_t i = rng.below(n), j = rng.below(n);
+      if (i == j) continue;
+      std::swap(a[i], a[j]);
+      double c = evaluate_seconds(m, t, a);
+      ++used;
+      if (c < cost - 1e-15) {
+        cost = c;
+      } else {
+        std::swap(a[i], a[j]);
+      }
+    }
+    return used;
+  }
+
+  // Inside a host, which GPU a rank sits on matters only through its rail (NIC port).
+  bool same_host_matters() const { return true; }
+
+  const Instance& in_;
+  const Request& req_;
+  std::vector<std::vector<std::uint32_t>> slots_of_host_;
+};
+
+}  // namespace
+
+Instance make_instance(const topology::Fabric& fabric,
+                       const std::vector<const topology::NodeTopology*>& nodes_in,
+                       const Request& request) {
+  if (request.hosts.empty()) throw Error("request: no hosts");
+  if (request.tasks_per_host.size() != request.hosts.size()) {
+    throw Error("request: " + std::to_string(request.hosts.size()) + " hosts but " +
+                std::to_string(request.tasks_per_host.size()) + " task counts");
+  }
+  std::vector<const topology::NodeTopology*> nodes = nodes_in;
+  if (nodes.empty()) nodes.assign(request.hosts.size(), nullptr);
+  if (nodes.size() != request.hosts.size()) {
+    throw Error("request: " + std::to_string(request.hosts.size()) + " hosts but " +
+                std::to_string(nodes.size()) + " node models");
+  }
+  const long long world = total_tasks(request);
+  if (world <= 0) throw Error("request: no tasks");
+  if (world > (1LL << 22)) throw Error("request: more than 4M tasks");
+  const bool bound = !request.bound_gpu.empty();
+  if (bound && static_cast<long long>(request.bound_gpu.size()) != world) {
+    throw Error("request: bound_gpu has " + std::to_string(request.bound_gpu.size()) +
+                " entries for " + std::to_string(world) + " tasks");
+  }
+  // GPUs used per host: bound ones, else the first tasks_per_host by NVML index.
+  std::map<const topology::NodeTopology*, std::vector<int>> devs_of;
+  std::vector<std::vector<int>> gpus(request.hosts.size());
+  std::size_t t = 0;
+  for (std::size_t h = 0; h < request.hosts.size(); ++h) {
+    const int k = request.tasks_per_host[h];
+    if (bound) {
+      for (int j = 0; j < k; ++j) gpus[h].push_back(request.bound_gpu[t + static_cast<std::size_t>(j)]);
+    } else if (nodes[h]) {
+      auto it = devs_of.find(nodes[h]);
+      if (it == devs_of.end()) {
+        std::vector<int> devs;
+        for (const auto& g : internal::node_facts(*nodes[h]).gpus) devs.push_back(g.dev);
+        it = devs_of.emplace(nodes[h], devs).first;
+      }
+      if (static_cast<int>(it->second.size()) < k) {
+        throw Error("host " + request.hosts[h] + ": " + std::to_string(k) + " tasks but its node has " +
+                    std::to_string(it->second.size()) + " GPUs");
+      }
+      gpus[h].assign(it->second.begin(), it->second.begin() + k);
+    } else {
+      for (int j = 0; j < k; ++j) gpus[h].push_back(j);
+    }
+    t += static_cast<std::size_t>(k);
+  }
+  Instance in;
+  in.machine = build_machine(fabric, request.hosts, nodes, gpus);
+  in.layout = request.layout;
+  resolve_layout(in.layout, static_cast<int>(world));
+  in.traffic = job_traffic(in.layout);
+  // Each task's slot under block order: the j-th task of a host takes its j-th GPU (free) or
+  // the GPU bound to it.
+  std::map<std::string, std::uint32_t> host_idx;
+  for (std::uint32_t i = 0; i < in.machine.hosts.size(); ++i) host_idx[in.machine.hosts[i]] = i;
+  std::vector<std::uint32_t> first_slot(in.machine.hosts.size(), 0);
+  for (std::uint32_t s = static_cast<std::uint32_t>(in.machine.slots.size()); s-- > 0;) {
+    first_slot[in.machine.slots[s].host] = s;
+  }
+  t = 0;
+  for (std::size_t h = 0; h < request.hosts.size(); ++h) {
+    std::uint32_t mh = host_idx.at(request.hosts[h]);
+    for (int j = 0; j < request.tasks_per_host[h]; ++j, ++t) {
+      std::uint32_t slot = first_slot[mh] + static_cast<std::uint32_t>(j);
+      if (bound) {
+        int want = request.bound_gpu[t];
+        slot = first_slot[mh];
+        while (in.machine.slots[slot].gpu != want) ++slot;
+      }
+      in.block_slot.push_back(slot);
+      in.host_of_task.push_back(mh);
+    }
+  }
+  return in;
+}
+
+RankPlan plan(const topology::Fabric& fabric,
+              const std::vector<const topology::NodeTopology*>& nodes_in,
+              const Request& request) {
+  Instance in = make_instance(fabric, nodes_in, request);
+  std::vector<const topology::NodeTopology*> nodes = nodes_in;
+  if (nodes.empty()) nodes.assign(request.hosts.size(), nullptr);
+  const Machine& m = in.machine;
+  Mapper mapper(in, request);
+  RankPlan out;
+  out.hosts = request.hosts;
+  out.layout = in.layout;
+  out.algorithm = request.algorithm;
+  out.rail_optimized = fabric.rail_optimized;
+  Assignment block = mapper.block();
+  Assignment a;
+  switch (request.algorithm) {
+    case Algorithm::kBlock: a = block; break;
+    case Algorithm::kCyclic: a = mapper.cyclic(); break;
+    case Algorithm::kRandom: a = mapper.random(request.seed); break;
+    case Algorithm::kTopo: a = mapper.topo(&out.refine_moves); break;
+  }
+  out.cost = evaluate(m, in.traffic, a);
+  out.block_cost = evaluate(m, in.traffic, block);
+  if (request.algorithm == Algorithm::kTopo && out.cost.seconds > out.block_cost.seconds) {
+    a = block;  // the guard: never hand out a plan the model says is slower than Slurm's
+    out.cost = out.block_cost;
+    out.kept_block = true;
+  }
+  out.lower_bound = lower_bound(m, in.traffic);
+
+  // Tasks: in free mode a host's tasks take its ranks in ascending order (LOCAL_RANK order);
+  // with bound GPUs each task keeps its GPU and takes the rank placed on it.
+  const long long world = in.traffic.world;
+  std::vector<long long> rank_of_slot(m.slots.size(), -1);
+  for (long long r = 0; r < world; ++r) rank_of_slot[a[static_cast<std::size_t>(r)]] = r;
+  std::vector<std::vector<long long>> ranks_of_host(m.hosts.size());
+  for (long long r = 0; r < world; ++r) {
+    ranks_of_host[m.slots[a[static_cast<std::size_t>(r)]].host].push_back(r);
+  }
+  for (auto& v : ranks_of_host) std::sort(v.begin(), v.end());
+  // NODE_RANK: hosts numbered by their smallest rank (NCCL's and torchrun's node order).
+  std::vector<std::uint32_t> by_first(m.hosts.size());
+  std::iota(by_first.begin(), by_first.end(), 0);
+  std::sort(by_first.begin(), by_first.end(), [&](auto x, auto y) {
+    return ranks_of_host[x].front() < ranks_of_host[y].front();
+  });
+  std::vector<int> node_rank(m.hosts.size());
+  for (std::size_t i = 0; i < by_first.size(); ++i) node_rank[by_first[i]] = static_cast<int>(i);
+  std::map<std::string, std::uint32_t> req_index;
+  for (std::uint32_t i = 0; i < request.hosts.size(); ++i) req_index[request.hosts[i]] = i;
+  std::map<const topology::NodeTopology*, internal::NodeFacts> facts;
+  const bool bound = !request.bound_gpu.empty();
+  std::vector<int> local_seen(m.hosts.size(), 0);
+  out.tasks.resize(static_cast<std::size_t>(world));
+  for (std::size_t t = 0; t < out.tasks.size(); ++t) {
+    const std::uint32_t mh = in.host_of_task[t];
+    const int j = local_seen[mh]++;
+    long long rank = bound ? rank_of_slot[in.block_slot[t]] : ranks_of_host[mh][static_cast<std::size_t>(j)];
+    const Slot& slot = m.slots[a[static_cast<std::size_t>(rank)]];
+    TaskPlan& tp = out.tasks[t];
+    tp.task = static_cast<int>(t);
+    tp.rank = static_cast<int>(rank);
+    tp.host = req_index.at(m.hosts[mh]);
+    const auto& on_host = ranks_of_host[mh];
+    tp.local_rank = static_cast<int>(std::lower_bound(on_host.begin(), on_host.end(), rank) -
+                                     on_host.begin());
+    tp.node_rank = node_rank[mh];
+    tp.gpu = slot.gpu;
+    tp.coords = rank_coords(in.layout, rank);
+    if (const topology::NodeTopology* node = nodes[tp.host]) {
+      auto it = facts.find(node);
+      if (it == facts.end()) it = facts.emplace(node, internal::node_facts(*node)).first;
+      if (const internal::GpuFacts* g = it->second.find(slot.gpu)) {
+        tp.gpu_busid = g->busid;
+        tp.nics = g->nics;
+        tp.netdev = g->netdev;
+        tp.cpus = g->cpus;
+      }
+    }
+    if (tp.nics.empty()) {
+      const auto& hi = fabric.hosts[m.fabric_host[mh]];
+      if (static_cast<std::size_t>(slot.port) < hi.port_nic.size() &&
+          !hi.port_nic[static_cast<std::size_t>(slot.port)].empty()) {
+        tp.nics.push_back(hi.port_nic[static_cast<std::size_t>(slot.port)]);
+      }
+    }
+    out.rank_of_task.push_back(tp.rank);
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> task_environment(const RankPlan& plan, int task,
+                                                                  const EnvOptions& options) {
+  if (task < 0 || static_cast<std::size_t>(task) >= plan.tasks.size()) {
+    throw Error("task " + std::to_string(task) + " is not in the plan (" +
+                std::to_string(plan.tasks.size()) + " tasks)");
+  }
+  const TaskPlan& me = plan.tasks[static_cast<std::size_t>(task)];
+  // The host's GPUs in LOCAL_RANK order, so device index LOCAL_RANK is this task's GPU.
+  std::vector<std::pair<int, int>> local;  // (local_rank, gpu)
+  std::string master;
+  for (const auto& t : plan.tasks) {
+    if (t.host == me.host) local.emplace_back(t.local_rank, t.gpu);
+    if (t.rank == 0) master = plan.hosts.at(t.host);
+  }
+  std::sort(local.begin(), local.end());
+  std::vector<std::pair<std::string, std::string>> env;
+  auto join = [](const auto& items, auto&& fn) {
+    std::string s;
+    for (const auto& x : items) s += (s.empty() ? "" : ",") + fn(x);
+    return s;
+  };
+  if (options.one_gpu_visible) {
+    env.emplace_back("CUDA_VISIBLE_DEVICES", std::to_string(me.gpu));
+  } else {
+    env.emplace_back("CUDA_VISIBLE_DEVICES",
+                     join(local, [](const auto& p) { return std::to_string(p.second); }));
+  }
+  env.emplace_back("LOCAL_RANK", std::to_string(me.local_rank));
+  env.emplace_back("LOCAL_WORLD_SIZE", std::to_string(local.size()));
+  env.emplace_back("MASTER_ADDR", master);
+  env.emplace_back("MASTER_PORT", options.master_port.empty()
+                                      ? std::to_string(20000 + options.job_id % 20000)
+                                      : options.master_port);
+  if (plan.rail_optimized) env.emplace_back("NCCL_CROSS_NIC", "0");
+  if (!me.nics.empty()) {
+    env.emplace_back("NCCL_IB_HCA", "=" + join(me.nics, [](const std::string& s) { return s; }));
+  }
+  if (!me.netdev.empty()) env.emplace_back("NCCL_SOCKET_IFNAME", "=" + me.netdev);
+  if (!options.topo_file.empty()) env.emplace_back("NCCL_TOPO_FILE", options.topo_file);
+  env.emplace_back("NODE_RANK", std::to_string(me.node_rank));
+  env.emplace_back("RANK", std::to_string(me.rank));
+  env.emplace_back("TOPO_AWARE_COORDS", join(me.coords, [](const auto& c) {
+                     return c.first + ":" + std::to_string(c.second);
+                   }));
+  env.emplace_back("TOPO_AWARE_RANK", std::to_string(me.rank));
+  env.emplace_back("WORLD_SIZE", std::to_string(plan.tasks.size()));
+  std::sort(env.begin(), env.end());
+  return env;
+}
+
+}  // namespace topoaware::mapper
