@@ -101,7 +101,14 @@ std::string node_to_text(const topology::NodeTopology& node) {
   if (nics.empty()) {
     out << "0 NICs found (no RDMA devices)\n";
   } else {
-    out << plural(nics.size(), "NIC", "NICs") << " found\n";
+    // Live discovery knows which ports verbs reported (they carry a link layer); files do not.
+    bool rdma = false;
+    for (VertexId id : nics) {
+      for (const NetPort& p : g.vertex(id).nic.ports) rdma |= !p.link_layer.empty() && p.port >= 0;
+    }
+    bool live = node.source.rfind("live", 0) == 0 || node.source.rfind("sysfs", 0) == 0;
+    out << plural(nics.size(), "NIC", "NICs") << " found"
+        << (live && !rdma ? " (no RDMA devices)" : "") << "\n";
     std::vector<std::vector<std::string>> rows = {
         {"NIC", "BUSID", "NUMA", "SPEED", "PORTS", "KIND"}};
     for (VertexId id : nics) {

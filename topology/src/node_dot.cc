@@ -9,14 +9,15 @@
 namespace topoaware::topology {
 namespace {
 
+// A DOT string literal; labels use '\n' for line breaks, written as DOT's \n escape.
 std::string quote(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
     if (c == '\n') {
       out += "\\n";
       continue;
     }
+    if (c == '"' || c == '\\') out += '\\';
     out += c;
   }
   return out + "\"";
@@ -33,7 +34,7 @@ std::string label(const Vertex& v) {
   switch (v.kind) {
     case VertexKind::kCpu:
       l = v.name;
-      if (!v.cpu.vendor.empty()) l += "\\n" + v.cpu.vendor;
+      if (!v.cpu.vendor.empty()) l += "\n" + v.cpu.vendor;
       break;
     case VertexKind::kGpu:
       l = v.name + (v.gpu.sm > 0 ? " sm" + std::to_string(v.gpu.sm) : "");
@@ -51,7 +52,7 @@ std::string label(const Vertex& v) {
     default:
       l = v.name.empty() ? std::string(to_string(v.kind)) : v.name;
   }
-  if (!v.busid.empty()) l += "\\n" + v.busid;
+  if (!v.busid.empty()) l += "\n" + v.busid;
   return l;
 }
 

@@ -1,0 +1,225 @@
+// `topo-aware discover` and `topo-aware nccl-topo` as a user runs them: the built binary, its
+// exit codes (0 ok, 1 bad input, 2 usage), --help, the JSON fields scripts rely on, and golden
+// outputs for real captures (regenerate with UPDATE_GOLDEN=1 after a deliberate change).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "test_support.h"
+#include "topology/nccl_xml_lint.h"
+
+namespace topoaware {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CliRun {
+  int rc = -1;
+  std::string out, err;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+std::string scratch(const std::string& name) {
+  return (fs::temp_directory_path() /
+          ("topoaware-cli-" + std::to_string(::getpid()) + "-" + name))
+      .string();
+}
+
+// Runs the CLI from the fixtures folder, so file sources print as relative paths and golden
+// files do not depend on where the repository is checked out.
+CliRun cli(const std::string& args) {
+  std::string out = scratch("stdout"), err = scratch("stderr");
+  std::string cmd = "cd '" + std::string(TOPOAWARE_TEST_FIXTURES) + "' && '" +
+                    std::string(TOPOAWARE_CLI) + "' " + args + " >'" + out + "' 2>'" + err + "'";
+  int status = std::system(cmd.c_str());
+  CliRun r;
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = slurp(out);
+  r.err = slurp(err);
+  fs::remove(out);
+  fs::remove(err);
+  return r;
+}
+
+// Compares with tests/golden/<name>, or rewrites it when UPDATE_GOLDEN=1.
+void expect_golden(const std::string& name, const std::string& actual) {
+  std::string path = std::string(TOPOAWARE_TEST_FIXTURES) + "/../golden/" + name;
+  const char* update = std::getenv("UPDATE_GOLDEN");
+  if (update != nullptr && std::string(update) == "1") {
+    fs::create_directories(fs::path(path).parent_path());
+    std::ofstream(path, std::ios::binary) << actual;
+    return;
+  }
+  ASSERT_TRUE(fs::exists(path)) << path << " missing; run with UPDATE_GOLDEN=1 to create it";
+  EXPECT_EQ(slurp(path), actual) << "differs from " << path
+                                 << " (UPDATE_GOLDEN=1 regenerates after a deliberate change)";
+}
+
+const char* kNdv4 = "nccl-topo/azure-ndv4-a100-8gpu-8ib-topo.xml";
+const char* kP4d = "nccl-topo/aws-p4d.24xlarge-a100-8gpu-4efa-topo.xml";
+const char* kNcv4 = "nccl-topo/azure-ncv4-a100-4gpu-topo.xml";
+const char* kP5 = "nccl-topo/aws-p5.48xlarge-h100-8gpu-32efa-full-topo.xml";
+
+TEST(DiscoverCli, HelpOnEachSubcommand) {
+  CliRun d = cli("discover --help");
+  EXPECT_EQ(d.rc, 0);
+  for (const char* s : {"-i,--input", "--fsroot", "--of", "-o,--output", "Exit codes"}) {
+    EXPECT_NE(d.out.find(s), std::string::npos) << s << "\n" << d.out;
+  }
+  CliRun n = cli("nccl-topo --help");
+  EXPECT_EQ(n.rc, 0);
+  for (const char* s : {"-i,--input", "-o,--output", "256"}) {
+    EXPECT_NE(n.out.find(s), std::string::npos) << s << "\n" << n.out;
+  }
+}
+
+TEST(DiscoverCli, UsageErrorsExitTwo) {
+  for (const char* args : {"discover --of yaml", "discover -i a.xml --fsroot /x",
+                           "discover --no-such-flag", "nccl-topo", "nccl-topo -i a.xml"}) {
+    CliRun r = cli(args);
+    EXPECT_EQ(r.rc, 2) << args << "\n" << r.err;
+    EXPECT_FALSE(r.err.empty()) << args;
+  }
+}
+
+TEST(DiscoverCli, BadInputExitsOneNamingTheFile) {
+  std::string trunc = scratch("truncated.xml");
+  std::string text = slurp(std::string(TOPOAWARE_TEST_FIXTURES) + "/" + kNdv4);
+  std::ofstream(trunc) << text.substr(0, text.size() / 2);
+  struct Case {
+    std::string args, fragment;
+  };
+  const Case cases[] = {
+      {"discover -i /nonexistent/node.xml", "/nonexistent/node.xml: no such file"},
+      {"discover -i /tmp", "/tmp: is a directory"},
+      {"discover -i nccl-topo/azure-ncv4-a100-4gpu-graph.xml",
+       "an NCCL graph file, not a topology file"},
+      {"discover -i " + trunc, trunc + ":"},
+      {"nccl-topo -i " + trunc + " -o " + scratch("never.xml"), trunc + ":"},
+      {"nccl-topo -i " + std::string(kNdv4) + " -o /nonexistent/dir/out.xml",
+       "/nonexistent/dir/out.xml"},
+  };
+  for (const Case& c : cases) {
+    CliRun r = cli(c.args);
+    EXPECT_EQ(r.rc, 1) << c.args << "\n" << r.err;
+    EXPECT_EQ(r.err.rfind("topo-aware: ", 0), 0u) << r.err;
+    EXPECT_NE(r.err.find(c.fragment), std::string::npos) << c.args << "\n" << r.err;
+    EXPECT_TRUE(r.out.empty()) << "nothing on stdout on failure";
+  }
+  EXPECT_FALSE(fs::exists(scratch("never.xml")));
+  fs::remove(trunc);
+}
+
+TEST(DiscoverCli, JsonFieldsScriptsRelyOn) {
+  CliRun r = cli(std::string("discover --of json -i ") + kNdv4);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  const std::regex busid("[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\\.[0-7]");
+  ASSERT_EQ(j["gpus"].size(), 8u);
+  for (const auto& g : j["gpus"]) {
+    EXPECT_TRUE(std::regex_match(g["busid"].get<std::string>(), busid)) << g["busid"];
+    EXPECT_TRUE(g["numa"].is_number_integer());
+    // NDv4 HCAs have no name in the file: the nearest NIC is given by bus id.
+    EXPECT_TRUE(std::regex_match(g["nic"].get<std::string>(), busid)) << g["nic"];
+    EXPECT_EQ(g["path_to_nic"], "PIX");
+  }
+  ASSERT_EQ(j["nics"].size(), 8u);
+  for (const auto& n : j["nics"]) {
+    EXPECT_TRUE(std::regex_match(n["busid"].get<std::string>(), busid));
+    EXPECT_TRUE(n["numa"].is_number_integer());
+    EXPECT_FALSE(n.contains("name")) << "unnamed in the source";
+    EXPECT_FALSE(n.contains("speed_gbps")) << "unknown in the source";
+  }
+  EXPECT_EQ(j["cpus"].size(), 4u);
+  EXPECT_TRUE(j["vertices"].is_array());
+  EXPECT_TRUE(j["links"].is_array());
+
+  // Named NICs with speeds: AWS p5 (32 EFA at 100 Gb/s), GPU 0's NIC under its own switch.
+  CliRun p5 = cli(std::string("discover --of json -i ") + kP5);
+  ASSERT_EQ(p5.rc, 0) << p5.err;
+  nlohmann::json k = nlohmann::json::parse(p5.out);
+  ASSERT_EQ(k["nics"].size(), 32u);
+  for (const auto& n : k["nics"]) {
+    EXPECT_EQ(n["name"].get<std::string>().rfind("rdmap", 0), 0u);
+    EXPECT_DOUBLE_EQ(n["speed_gbps"].get<double>(), 100.0);
+  }
+  EXPECT_EQ(k["gpus"][0]["busid"], "0000:4f:00.0");
+  EXPECT_EQ(k["gpus"][0]["path_to_nic"], "PIX");
+  EXPECT_EQ(k["gpus"][0]["nic"].get<std::string>().rfind("rdmap", 0), 0u);
+}
+
+TEST(DiscoverCli, ThisMachineSaysWhatItHasAndHasNot) {
+  CliRun r = cli("discover");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  CliRun j = cli("discover --of json");
+  ASSERT_EQ(j.rc, 0) << j.err;
+  nlohmann::json doc = nlohmann::json::parse(j.out);
+  EXPECT_EQ(doc["source"], "live");
+  if (doc["gpus"].empty()) {
+    EXPECT_NE(r.out.find("0 GPUs found"), std::string::npos) << r.out;
+  } else {
+    EXPECT_NE(r.out.find(std::to_string(doc["gpus"].size()) + " GPU"), std::string::npos);
+  }
+  bool has_hca = fs::exists("/sys/class/infiniband") && !fs::is_empty("/sys/class/infiniband");
+  if (!has_hca) {
+    EXPECT_NE(r.out.find("no RDMA devices"), std::string::npos) << r.out;
+  }
+  // The live node exports as valid NCCL XML too.
+  std::string out = scratch("live.xml");
+  CliRun n = cli("nccl-topo -o " + out);
+  ASSERT_EQ(n.rc, 0) << n.err;
+  test::NcclXmlLint lint;
+  for (const auto& e : test::NcclXmlLint::errors(lint.check(slurp(out)))) {
+    ADD_FAILURE() << "line " << e.line << ": " << e.message;
+  }
+  fs::remove(out);
+}
+
+TEST(DiscoverCli, GoldenOutputsOfRealCaptures) {
+  struct Case {
+    std::string args, golden;
+  };
+  const Case cases[] = {
+      {std::string("discover -i ") + kNdv4, "discover-azure-ndv4.txt"},
+      {std::string("discover --of json -i ") + kNdv4, "discover-azure-ndv4.json"},
+      {std::string("discover --of nccl-xml -i ") + kNdv4, "discover-azure-ndv4.nccl.xml"},
+      {std::string("discover -i ") + kNcv4, "discover-azure-ncv4.txt"},
+      {std::string("discover --of json -i ") + kP4d, "discover-aws-p4d.json"},
+      {std::string("discover --of dot -i ") + kP4d, "discover-aws-p4d.dot"},
+      {std::string("nccl-topo -o - -i ") + kP4d, "nccl-topo-aws-p4d.xml"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.args);
+    CliRun r = cli(c.args);
+    ASSERT_EQ(r.rc, 0) << r.err;
+    expect_golden(c.golden, r.out);
+  }
+}
+
+TEST(DiscoverCli, NcclTopoWritesTheFileItIsAskedFor) {
+  std::string out = scratch("ndv4.xml");
+  CliRun r = cli(std::string("nccl-topo -i ") + kNdv4 + " -o " + out);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_TRUE(r.out.empty());
+  std::string xml = slurp(out);
+  CliRun d = cli(std::string("discover --of nccl-xml -i ") + kNdv4);
+  EXPECT_EQ(xml, d.out) << "both commands write the same XML";
+  test::NcclXmlLint lint;
+  EXPECT_TRUE(test::NcclXmlLint::errors(lint.check(xml)).empty());
+  EXPECT_TRUE(test::NcclXmlLint::incomplete_keys(lint.check(xml)).empty())
+      << "NDv4's file is complete, so ours is too";
+  fs::remove(out);
+}
+
+}  // namespace
+}  // namespace topoaware
