@@ -31,6 +31,7 @@ write_configs() {
   local host; host=$(hostname -s)
   mkdir -p "$LAB"/{etc,munge,state,spool,run,log,dev,plugin,jobs}
   chmod 0755 "$LAB" "$LAB/munge"
+  chmod 1777 "$LAB/jobs"   # like /tmp: each job's user creates its own 0700 directory here
   {
     echo "# topo-aware lab: $NODES virtual nodes, each slurmd in its own network namespace"
     echo "ClusterName=topoawarelab"
