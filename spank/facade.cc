@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <optional>
@@ -157,13 +158,28 @@ std::vector<int> block_tasks(std::uint32_t ntasks, std::size_t nhosts) {
   return out;
 }
 
+// SPEC text -> layout. `file:PATH` names a TOML job description, read here by whoever runs the
+// plugin (srun as the user, slurmstepd as the job's user), so it must be visible on every node.
 mapper::Layout layout_for(const std::string& spec, int world) {
+  mapper::Layout layout;
   if (spec.rfind("file:", 0) == 0) {
-    throw mapper::Error("--topo-aware=" + spec +
-                        ": job description files are not supported by the plugin yet; give "
-                        "the layout inline (tp=8,pp=2)");
+    const std::string path = spec.substr(5);
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+      throw topology::Error(topology::ErrorCode::kNotFound, path,
+                            "cannot read the job description (--topo-aware=file:PATH)");
+    }
+    constexpr std::streamsize kMaxJobFile = 1 << 20;
+    std::string text(static_cast<size_t>(kMaxJobFile) + 1, '\0');
+    in.read(text.data(), kMaxJobFile + 1);
+    if (in.gcount() > kMaxJobFile) {
+      throw topology::Error(topology::ErrorCode::kLimit, path, "job description over 1 MiB");
+    }
+    text.resize(static_cast<size_t>(in.gcount()));
+    layout = mapper::parse_job_toml(text, path, world);
+  } else {
+    layout = mapper::parse_layout(spec, world);
   }
-  mapper::Layout layout = mapper::parse_layout(spec, world);
   if (world > 0) mapper::resolve_layout(layout, world);
   return layout;
 }

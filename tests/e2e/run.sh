@@ -173,6 +173,12 @@ check "without --topo-aware no variable is exported" test "$(count_tasks_with ab
 TOPO_AWARE=tp=4 lab_srun fallback -N4 -n32 "$ENVDUMP"
 check "TOPO_AWARE=tp=4 works like --topo-aware=tp=4" same_env fallback tp=4 'node[1-4]'
 
+# A TOML job description instead of an inline layout.
+printf '# e2e job description\nlayout = "tp=8,pp=2"\n' >"$OUT/job.toml"
+lab_srun jobfile -N4 -n32 --topo-aware="file:$OUT/job.toml" "$ENVDUMP"
+check "--topo-aware=file:job.toml equals topo-aware map --layout file:job.toml" \
+  same_env jobfile "file:$OUT/job.toml" 'node[1-4]'
+
 # A variable the user set is kept.
 MASTER_PORT=12345 lab_srun userset -N4 -n32 --topo-aware=tp=8 "$ENVDUMP"
 check "user-set MASTER_PORT is not overwritten" \
