@@ -109,11 +109,32 @@ void set_link(PciInfo& pci, float gbps) {
   }
 }
 
-void fill_pci(PciInfo& pci, const PciAttr& p) {
+// The full class as sysfs writes it ("0x010802"), when this is the machine hwloc looked at and
+// sysfs agrees with hwloc on class and subclass; empty otherwise.
+std::string sysfs_class(const std::string& busid, unsigned class_id) {
+  std::string path = "/sys/bus/pci/devices/" + busid + "/class";
+  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "re"), &std::fclose);
+  if (!f) return {};
+  char buf[16] = {};
+  if (!std::fgets(buf, sizeof buf, f.get())) return {};
+  std::string v(buf);
+  while (!v.empty() && (v.back() == '\n' || v.back() == ' ')) v.pop_back();
+  char expect[8];
+  std::snprintf(expect, sizeof expect, "0x%04x", class_id & 0xFFFFu);
+  if (v.size() != 8 || v.compare(0, 6, expect) != 0) return {};
+  return v;
+}
+
+void fill_pci(PciInfo& pci, const PciAttr& p, bool this_system) {
   char buf[16];
-  // hwloc keeps class and subclass only; the programming interface byte is not exported.
+  // hwloc keeps class and subclass only; the programming interface byte comes from sysfs when
+  // the topology is this machine's, and is written as 00 otherwise.
   std::snprintf(buf, sizeof buf, "0x%04x00", static_cast<unsigned>(p.class_id));
   pci.pci_class = buf;
+  if (this_system) {
+    std::string full = sysfs_class(busid_of(p), p.class_id);
+    if (!full.empty()) pci.pci_class = full;
+  }
   pci.vendor = hex4(p.vendor_id);
   pci.device = hex4(p.device_id);
   pci.subsystem_vendor = hex4(p.subvendor_id);
@@ -188,7 +209,8 @@ std::string port_state(const std::string& v) {
 
 class Converter {
  public:
-  Converter(hwloc_topology_t topo, NodeTopology& out) : topo_(topo), out_(out) {}
+  Converter(hwloc_topology_t topo, NodeTopology& out)
+      : topo_(topo), out_(out), this_system_(hwloc_topology_is_thissystem(topo) == 1) {}
 
   void run() {
     hwloc_obj_t root = hwloc_get_root_obj(topo_);
@@ -303,7 +325,7 @@ class Converter {
     Vertex v;
     v.kind = VertexKind::kPciSwitch;
     v.busid = busid_of(p);
-    fill_pci(v.pci, p);
+    fill_pci(v.pci, p, this_system_);
     ++pci_count_;
     return add_child(std::move(v), parent);
   }
@@ -313,7 +335,7 @@ class Converter {
     ++pci_count_;
     Vertex v;
     v.busid = busid_of(p);
-    fill_pci(v.pci, p);
+    fill_pci(v.pci, p, this_system_);
 
     std::vector<hwloc_obj_t> osdevs;
     for (hwloc_obj_t c = obj->io_first_child; c; c = c->next_sibling) {
@@ -500,6 +522,7 @@ class Converter {
 
   hwloc_topology_t topo_;
   NodeTopology& out_;
+  bool this_system_;
   std::map<int, VertexId> cpu_by_numa_;
   std::unordered_map<hwloc_obj_t, VertexId> obj_vertex_;
   std::set<std::uint32_t> nvswitches_;
@@ -603,6 +626,10 @@ NodeTopology node_from_hwloc(hwloc_topology_t topology, std::string source) {
 
 NodeTopology load_hwloc_live() {
   TopologyPtr topo = new_topology(HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED, "hwloc:live");
+  // PCI from sysfs (hwloc's linux backend, what NCCL reads too) rather than the libpciaccess
+  // plugin: the same objects here, and libpciaccess leaks on every load (about 1 KB, seen under
+  // LeakSanitizer with a plain C init/load/destroy), which a long-lived slurmstepd would keep.
+  hwloc_topology_set_components(topo.get(), HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "pci");
   if (hwloc_topology_load(topo.get()) != 0) {
     throw Error(ErrorCode::kSystem, "hwloc:live", std::string("hwloc_topology_load failed: ") +
                                                       std::strerror(errno));

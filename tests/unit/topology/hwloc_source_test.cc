@@ -440,6 +440,13 @@ TEST(HwlocSource, LiveMachineLoadsThroughTheSamePath) {
   ASSERT_EQ(::gethostname(host, sizeof host - 1), 0);
   EXPECT_EQ(n.hostname, host);
   expect_tree_consistent(n, "live");
+  // PCI functions carry the full class as sysfs writes it (hwloc alone drops the last byte).
+  for (const Vertex& v : n.graph.vertices()) {
+    if (v.busid.empty()) continue;
+    std::string cls = read("/sys/bus/pci/devices/" + v.busid + "/class");
+    if (cls.empty()) continue;
+    EXPECT_EQ(v.pci.pci_class + "\n", cls) << v.busid;
+  }
   // GPUs: compare with what sysfs lists (display class, NVIDIA or AMD) instead of assuming none.
   bool sysfs_gpu = false;
   std::error_code ec;
