@@ -82,7 +82,12 @@ class NvmlScan {
         count = kMaxGpus;
       }
       for (unsigned i = 0; i < count; ++i) read_gpu(i);
-      for (const auto& g : gpus_) read_nvlinks(g);
+      // Decided before adding any: a peer's new link must not look like an admin's file.
+      std::vector<bool> described;
+      for (const auto& g : gpus_) described.push_back(has_nvlink(node_.graph, g.vertex));
+      for (std::size_t i = 0; i < gpus_.size(); ++i) {
+        if (!described[i]) read_nvlinks(gpus_[i]);
+      }
     }
     if (api_.shutdown != nullptr) api_.shutdown();
   }
@@ -175,7 +180,6 @@ class NvmlScan {
   void read_nvlinks(const NvmlGpu& g) {
     if (api_.nvlink_state == nullptr || api_.nvlink_remote_pci_info == nullptr) return;
     Graph& graph = node_.graph;
-    if (has_nvlink(graph, g.vertex)) return;  // a file already described them: it wins
     // Lanes per remote end; NVSwitch lanes all go to the one merged switch vertex, as in NCCL.
     std::map<std::string, int> gpu_lanes, cpu_lanes;
     int switch_lanes = 0;
