@@ -95,6 +95,7 @@ class Router {
       if (ga == gb) break;
       load_[res_.up[l] + ga] += bytes;
       load_[res_.down[l] + gb] += bytes;
+      crossing_ += bytes * static_cast<double>(l + 1);
       if (detail_) tier_bytes_[2 + l] += bytes;
       reached = static_cast<int>(2 + l);
     }
@@ -165,6 +166,7 @@ class Router {
     return "?";
   }
   double cap(std::size_t i) const { return cap_[i]; }
+  double crossing() const { return crossing_; }
   const std::vector<double>& total() const { return total_; }
   const std::vector<double>& peak() const { return peak_; }
   const std::vector<double>& tier_bytes() const { return tier_bytes_; }
@@ -174,6 +176,7 @@ class Router {
   Layout_ res_;
   bool detail_;
   std::vector<double> load_, cap_, total_, peak_, tier_bytes_;
+  double crossing_ = 0;
 };
 
 // Scratch space for grouping a collective's members by host in first-rank order.
@@ -288,7 +291,7 @@ DimResult route_dim(Router& router, const Machine& m, const DimTraffic& d,
 
 CostReport evaluate_impl(const Machine& m, const Traffic& t,
                          const std::vector<std::uint32_t>& slot_of_rank, bool detail,
-                         std::vector<LinkLoad>* loads) {
+                         std::vector<LinkLoad>* loads, double* crossing = nullptr) {
   if (static_cast<long long>(slot_of_rank.size()) != t.world) {
     throw Error("cost model: " + std::to_string(slot_of_rank.size()) + " ranks placed, layout has " +
                 std::to_string(t.world));
@@ -340,6 +343,7 @@ CostReport evaluate_impl(const Machine& m, const Traffic& t,
       }
     }
   }
+  if (crossing) *crossing = router.crossing();
   if (detail) {
     report.bottleneck = worst_name;
     const auto& tb = router.tier_bytes();
@@ -377,8 +381,8 @@ CostReport evaluate(const Machine& machine, const Traffic& traffic,
 }
 
 double evaluate_seconds(const Machine& machine, const Traffic& traffic,
-                        const std::vector<std::uint32_t>& slot_of_rank) {
-  return evaluate_impl(machine, traffic, slot_of_rank, false, nullptr).seconds;
+                        const std::vector<std::uint32_t>& slot_of_rank, double* crossing) {
+  return evaluate_impl(machine, traffic, slot_of_rank, false, nullptr, crossing).seconds;
 }
 
 Machine build_machine(const topology::Fabric& fabric, const std::vector<std::string>& hosts,

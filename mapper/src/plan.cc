@@ -29,6 +29,26 @@ struct SplitMix {
 
 using Assignment = std::vector<std::uint32_t>;  // slot of each rank
 
+// A score: modeled seconds, then bytes crossing levels. Times within a relative 1e-5 count as
+// equal (latency terms differ by microseconds between otherwise equal plans), and then the
+// plan that keeps traffic lower in the tree wins: it leaves the spine to other jobs.
+struct Score {
+  double seconds = 0;
+  double crossing = 0;
+  bool better_than(const Score& o) const {
+    const double tol = 1e-5 * std::max(seconds, o.seconds);
+    if (seconds < o.seconds - tol) return true;
+    if (seconds > o.seconds + tol) return false;
+    return crossing < o.crossing * (1 - 1e-9);
+  }
+};
+
+Score score(const Machine& m, const Traffic& t, const std::vector<std::uint32_t>& a) {
+  Score s;
+  s.seconds = evaluate_seconds(m, t, a, &s.crossing);
+  return s;
+}
+
 long long total_tasks(const Request& r) {
   long long n = 0;
   for (int t : r.tasks_per_host) {
@@ -150,16 +170,16 @@ class Mapper {
     }
 
     Assignment best = block_by_name();
-    double best_cost = evaluate_seconds(m, t, best);
+    Score best_cost = score(m, t, best);
     --evals_left;
     for (const auto& order : orders) {
       for (int packed = 1; packed >= 0; --packed) {
         if (evals_left <= 0) break;
         std::vector<std::uint32_t> seq = slot_sequence(order, packed != 0);
         Assignment a = fill(seq, order);
-        double c = evaluate_seconds(m, t, a);
+        Score c = score(m, t, a);
         --evals_left;
-        if (c < best_cost) {
+        if (c.better_than(best_cost)) {
           best_cost = c;
           best = std::move(a);
         }
@@ -266,7 +286,7 @@ class Mapper {
   // Swap refinement: exchange the slots of two ranks on different hosts when the cost model
   // says the step gets faster. Small instances try every pair (steepest descent); larger ones
   // draw pairs from a fixed-seed generator. Every evaluation counts against the budget.
-  long long refine(Assignment& a, double& cost, long long budget) {
+  long long refine(Assignment& a, Score& cost, long long budget) {
     const Machine& m = in_.machine;
     const Traffic& t = in_.traffic;
     const std::size_t n = a.size();
@@ -276,23 +296,23 @@ class Mapper {
       bool improved = true;
       while (improved && used < budget) {
         improved = false;
-        double best = cost;
+        Score best = cost;
         std::size_t bi = 0, bj = 0;
         for (std::size_t i = 0; i < n && used < budget; ++i) {
           for (std::size_t j = i + 1; j < n && used < budget; ++j) {
             if (m.slots[a[i]].host == m.slots[a[j]].host && !same_host_matters()) continue;
             std::swap(a[i], a[j]);
-            double c = evaluate_seconds(m, t, a);
+            Score c = score(m, t, a);
             ++used;
             std::swap(a[i], a[j]);
-            if (c < best - 1e-15) {
+            if (c.better_than(best)) {
               best = c;
               bi = i;
               bj = j;
             }
           }
         }
-        if (best < cost - 1e-15) {
+        if (best.better_than(cost)) {
           std::swap(a[bi], a[bj]);
           cost = best;
           improved = true;
@@ -305,9 +325,9 @@ class Mapper {
       std::size_t i = rng.below(n), j = rng.below(n);
       if (i == j) continue;
       std::swap(a[i], a[j]);
-      double c = evaluate_seconds(m, t, a);
+      Score c = score(m, t, a);
       ++used;
-      if (c < cost - 1e-15) {
+      if (c.better_than(cost)) {
         cost = c;
       } else {
         std::swap(a[i], a[j]);

@@ -1,11 +1,232 @@
-// Placeholder registration for `topo-aware map`; replaced by the real subcommand.
+// `topo-aware map`: the exact plan a launch would make for a step, offline. Inputs are the
+// fabric file, the step's hosts and node type (or plain GPUs per node) and the layout; output
+// is a table for people, JSON for scripts (and `inspect`), the per-task environment, or a
+// hostfile for Slurm's arbitrary distribution.
+//
+// `--of env` format (stable; the end-to-end test compares it with what tasks see): one line
+// per task and variable, "<task> NAME=value", tasks ascending, names sorted within a task.
+#include <map>
+#include <sstream>
+
 #include "cli.h"
+#include "plan_io.h"
+#include "topoaware/mapper/plan.h"
 
 namespace topoaware::cli {
+namespace {
 
-void add_map(CLI::App& app, Common&) {
-  auto* sub = app.add_subcommand("map", "(not built yet)");
-  sub->callback([] { throw UsageError("map: not implemented in this build"); });
+struct MapOptions {
+  MapInputs in;
+  std::string format = "table";
+  std::string output;
+  std::uint32_t job_id = 0;
+  std::string master_port;
+  std::string topo_file;
+  bool one_gpu_visible = false;
+};
+
+std::string coords_text(const mapper::TaskPlan& t) {
+  std::string s;
+  for (const auto& [n, c] : t.coords) s += (s.empty() ? "" : ",") + n + ":" + std::to_string(c);
+  return s;
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : ",") + x;
+  return s;
+}
+
+std::string pct_faster(double plan, double block) {
+  if (block <= 0) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%+.1f%%", (plan - block) / block * 100);
+  return buf;
+}
+
+std::string render_table(const mapper::RankPlan& p, const mapper::RankPlan* topo,
+                         const MapOptions& o) {
+  std::ostringstream out;
+  out << "topo-aware map: " << p.tasks.size() << " tasks on " << p.hosts.size() << " hosts, layout "
+      << (p.layout.spec.empty() ? "(data parallel)" : p.layout.spec) << ", algorithm "
+      << to_string(p.algorithm) << "\n";
+  out << "modeled communication per step: " << seconds(p.cost.seconds) << " (block order "
+      << seconds(p.block_cost.seconds) << ", " << pct_faster(p.cost.seconds, p.block_cost.seconds)
+      << "; lower bound " << seconds(p.lower_bound) << ")\n";
+  if (topo && topo != &p) {
+    out << "topo would give: " << seconds(topo->cost.seconds) << "\n";
+  }
+  if (p.kept_block) out << "note: no assignment the model rates faster than block order was found\n";
+  if (!p.cost.bottleneck.empty()) out << "bottleneck: " << p.cost.bottleneck << "\n";
+  std::vector<std::vector<std::string>> dims = {
+      {"dim", "size", "pattern", "time", "block", "in host", "in leaf", "across"}};
+  for (std::size_t i = 0; i < p.cost.dims.size(); ++i) {
+    const auto& d = p.cost.dims[i];
+    std::string size = "-", pattern = "-";
+    for (const auto& ld : p.layout.dims) {
+      if (ld.name == d.dim) {
+        size = std::to_string(ld.size);
+        pattern = std::string(mapper::to_string(ld.pattern));
+      }
+    }
+    if (size == "1") continue;
+    double block = i < p.block_cost.dims.size() ? p.block_cost.dims[i].seconds : 0;
+    dims.push_back({d.dim, size, pattern, seconds(d.seconds), seconds(block),
+                    std::to_string(d.groups_in_host), std::to_string(d.groups_in_leaf),
+                    std::to_string(d.groups_across)});
+  }
+  out << "\nper dim (groups whose traffic stays inside a host / a leaf group / crosses above):\n"
+      << text_table(dims);
+  std::vector<std::vector<std::string>> tiers = {{"tier", "bytes/step", "block"}};
+  for (std::size_t i = 0; i < p.cost.tiers.size(); ++i) {
+    double b = i < p.block_cost.tiers.size() ? p.block_cost.tiers[i].bytes : 0;
+    tiers.push_back({p.cost.tiers[i].tier, gigabytes(p.cost.tiers[i].bytes), gigabytes(b)});
+  }
+  out << "\nbytes per tier:\n" << text_table(tiers);
+  std::vector<std::vector<std::string>> rows = {
+      {"task", "rank", "host", "local", "gpu", "busid", "nic", "cpus", "coords"}};
+  for (const auto& t : p.tasks) {
+    rows.push_back({std::to_string(t.task), std::to_string(t.rank), p.hosts[t.host],
+                    std::to_string(t.local_rank), std::to_string(t.gpu),
+                    t.gpu_busid.empty() ? "-" : t.gpu_busid, t.nics.empty() ? "-" : join(t.nics),
+                    t.cpus.empty() ? "-" : cpu_ranges(t.cpus), coords_text(t)});
+  }
+  out << "\ntasks:\n" << text_table(rows);
+  (void)o;
+  return out.str();
+}
+
+std::string render_json(const mapper::RankPlan& p, const mapper::RankPlan& topo,
+                        const MapOptions& o) {
+  nlohmann::json j;
+  j["version"] = 1;
+  j["inputs"] = inputs_to_json(o.in);
+  j["algorithm"] = to_string(p.algorithm);
+  j["hosts"] = p.hosts;
+  nlohmann::json layout;
+  layout["spec"] = p.layout.spec;
+  layout["dims"] = nlohmann::json::array();
+  for (const auto& d : p.layout.dims) {
+    layout["dims"].push_back({{"name", d.name},
+                              {"size", d.size},
+                              {"pattern", std::string(mapper::to_string(d.pattern))}});
+  }
+  j["layout"] = layout;
+  j["ranks"] = nlohmann::json::array();
+  for (const auto& t : p.tasks) {
+    nlohmann::json coords = nlohmann::json::object();
+    for (const auto& [n, c] : t.coords) coords[n] = c;
+    j["ranks"].push_back({{"task", t.task},
+                          {"rank", t.rank},
+                          {"host", p.hosts[t.host]},
+                          {"local_rank", t.local_rank},
+                          {"node_rank", t.node_rank},
+                          {"gpu", t.gpu},
+                          {"busid", t.gpu_busid},
+                          {"nic", t.nics.empty() ? std::string() : t.nics[0]},
+                          {"nics", t.nics},
+                          {"netdev", t.netdev},
+                          {"cpus", cpu_ranges(t.cpus)},
+                          {"coords", coords}});
+  }
+  nlohmann::json cost;
+  cost["plan"] = p.cost.seconds;
+  cost["topo"] = topo.cost.seconds;
+  cost["block"] = p.block_cost.seconds;
+  cost["lower_bound"] = p.lower_bound;
+  cost["unit"] = "seconds of communication per step (modeled)";
+  cost["kept_block"] = p.kept_block;
+  cost["refine_moves"] = p.refine_moves;
+  cost["plan_detail"] = cost_to_json(p.cost);
+  cost["block_detail"] = cost_to_json(p.block_cost);
+  j["cost"] = cost;
+  j["rail_optimized"] = p.rail_optimized;
+  return j.dump(2) + "\n";
+}
+
+std::string render_env(const mapper::RankPlan& p, const MapOptions& o) {
+  mapper::EnvOptions env;
+  env.job_id = o.job_id;
+  env.master_port = o.master_port;
+  env.topo_file = o.topo_file;
+  env.one_gpu_visible = o.one_gpu_visible;
+  std::string out;
+  for (std::size_t t = 0; t < p.tasks.size(); ++t) {
+    for (const auto& [k, v] : mapper::task_environment(p, static_cast<int>(t), env)) {
+      out += std::to_string(t) + " " + k + "=" + v + "\n";
+    }
+  }
+  return out;
+}
+
+// Slurm's arbitrary distribution (SLURM_HOSTFILE, srun -m arbitrary): line r is rank r's host.
+std::string render_hostfile(const mapper::RankPlan& p) {
+  std::vector<std::string> by_rank(p.tasks.size());
+  for (const auto& t : p.tasks) by_rank[static_cast<std::size_t>(t.rank)] = p.hosts[t.host];
+  std::string out;
+  for (const auto& h : by_rank) out += h + "\n";
+  return out;
+}
+
+}  // namespace
+
+void add_map(CLI::App& app, Common& common) {
+  auto o = std::make_shared<MapOptions>();
+  auto* sub = app.add_subcommand(
+      "map", "Plan which GPU, NIC and CPUs each task of a step gets, and its cost against Slurm's "
+             "block order");
+  sub->add_option("--fabric", o->in.fabric,
+                  "Fabric file (ibnetdiscover dump, topology.conf, TOML or JSON)")
+      ->required();
+  sub->add_option("--guid-map", o->in.guid_map, "GUID-to-hostname map for ibnetdiscover dumps");
+  sub->add_option("--nodes", o->in.nodes, "The step's hosts, Slurm hostlist (node[01-16])")
+      ->required();
+  sub->add_option("--gpus-per-node", o->in.gpus_per_node,
+                  "GPUs per node, for a plain node model (NVSwitch, a NIC per fabric port)");
+  sub->add_option("--node-type", o->in.node_type,
+                  "Node capture (hwloc or NCCL XML) describing every host");
+  sub->add_option("--tasks-per-node", o->in.tasks_per_node, "Tasks per node (default: its GPUs)");
+  sub->add_option("--ntasks", o->in.ntasks, "Total tasks, spread like Slurm's block distribution");
+  sub->add_option("--layout", o->in.layout,
+                  "Layout: tp=8,pp=4,dp=auto[,order=tp-cp-ep-dp-pp] or file:JOB.toml "
+                  "(default: data parallel)");
+  sub->add_option("--algo", o->in.algo, "topo (default), block, cyclic or random");
+  sub->add_option("--seed", o->in.seed, "Seed for --algo random");
+  sub->add_option("--refine-moves", o->in.refine_moves,
+                  "Refinement budget in evaluated moves (default: the mapper's)");
+  sub->add_option("--of", o->format, "Output: table (default), json, env or hostfile");
+  sub->add_option("-o,--output", o->output, "Write to this file instead of stdout");
+  sub->add_option("--job-id", o->job_id, "Job id (MASTER_PORT = 20000 + id % 20000)");
+  sub->add_option("--master-port", o->master_port, "MASTER_PORT instead of the derived one");
+  sub->add_option("--topo-file", o->topo_file, "NCCL_TOPO_FILE to export, when wanted");
+  sub->add_flag("--one-gpu-visible", o->one_gpu_visible,
+                "CUDA_VISIBLE_DEVICES lists only the task's GPU");
+  sub->callback([o, &common] {
+    (void)common;
+    if (o->format != "table" && o->format != "json" && o->format != "env" &&
+        o->format != "hostfile") {
+      throw UsageError("--of " + o->format + ": expected table, json, env or hostfile");
+    }
+    Loaded l = load_inputs(o->in);
+    mapper::RankPlan p = mapper::plan(l.fabric, l.nodes, l.request);
+    std::string text;
+    if (o->format == "env") {
+      text = render_env(p, *o);
+    } else if (o->format == "hostfile") {
+      text = render_hostfile(p);
+    } else {
+      mapper::RankPlan topo_plan;
+      const mapper::RankPlan* topo = &p;
+      if (p.algorithm != mapper::Algorithm::kTopo) {
+        mapper::Request r = l.request;
+        r.algorithm = mapper::Algorithm::kTopo;
+        topo_plan = mapper::plan(l.fabric, l.nodes, r);
+        topo = &topo_plan;
+      }
+      text = o->format == "json" ? render_json(p, *topo, *o) : render_table(p, topo, *o);
+    }
+    write_output(o->output, text);
+  });
 }
 
 }  // namespace topoaware::cli

@@ -89,9 +89,12 @@ struct LinkLoad {
 CostReport evaluate(const Machine& machine, const Traffic& traffic,
                     const std::vector<std::uint32_t>& slot_of_rank,
                     std::vector<LinkLoad>* loads = nullptr);
-// Just the seconds (no report strings): what refinement calls in its loop.
+// Just the seconds (no report strings): what refinement calls in its loop. `crossing`
+// (optional) receives the bytes that left a level group, weighted by the level's height: the
+// tie-break between assignments the model times alike (keep traffic low in the tree).
 double evaluate_seconds(const Machine& machine, const Traffic& traffic,
-                        const std::vector<std::uint32_t>& slot_of_rank);
+                        const std::vector<std::uint32_t>& slot_of_rank,
+                        double* crossing = nullptr);
 
 // A lower bound on evaluate_seconds() over every assignment of ranks to the machine's slots:
 // never above the optimum (checked against brute force in tests). docs/mapper.md derives it.

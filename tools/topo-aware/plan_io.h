@@ -1,0 +1,59 @@
+// What `map` and `inspect` share: turning command-line inputs (fabric file, hostlist, node type
+// or GPUs per node, layout spec or job file) into a mapper::Request, and a plan into JSON that
+// carries those inputs so `inspect` can recompute every figure from the same sources.
+#pragma once
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "topoaware/mapper/plan.h"
+#include "topoaware/topology/fabric.h"
+#include "topoaware/topology/node.h"
+
+namespace topoaware::cli {
+
+struct MapInputs {
+  std::string fabric;         // path
+  std::string guid_map;       // path or empty
+  std::string nodes;          // hostlist
+  int gpus_per_node = 0;      // 0: from the node type
+  std::string node_type;      // capture path, or empty
+  int tasks_per_node = 0;     // 0: every GPU of the node
+  long long ntasks = 0;       // > 0: Slurm's block distribution of this many tasks over the hosts
+  std::string layout;         // spec or file:PATH
+  std::string algo = "topo";
+  std::uint64_t seed = 1;
+  long long refine_moves = -1;
+};
+
+// Everything a plan needs, loaded. Node models live here; request.hosts index them.
+struct Loaded {
+  topology::Fabric fabric;
+  std::vector<std::unique_ptr<topology::NodeTopology>> node_store;
+  std::vector<const topology::NodeTopology*> nodes;  // per request host
+  mapper::Request request;
+};
+
+// Loads fabric, node models and layout (reading file: specs), checks usage. Throws
+// topology::Error / mapper::Error for bad input, UsageError for usage.
+Loaded load_inputs(const MapInputs& in);
+
+mapper::Algorithm algorithm_from(const std::string& name);
+std::string to_string(mapper::Algorithm a);
+
+nlohmann::json inputs_to_json(const MapInputs& in);
+MapInputs inputs_from_json(const nlohmann::json& j, const std::string& context);
+
+nlohmann::json cost_to_json(const mapper::CostReport& c);
+
+// Fixed-width table of rows (first row a header), two spaces between columns.
+std::string text_table(const std::vector<std::vector<std::string>>& rows);
+// "0-31,64-95"
+std::string cpu_ranges(const std::vector<std::uint32_t>& cpus);
+// Human figures: seconds as ms/s, bytes as GB.
+std::string seconds(double s);
+std::string gigabytes(double bytes);
+
+}  // namespace topoaware::cli
