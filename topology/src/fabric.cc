@@ -71,18 +71,33 @@ std::vector<int> compute_tiers(const Fabric& f) {
   if (f.hierarchical) {
     // Height over parent (a) -> child (b) links. Iterative DFS; an edge back into the current
     // path (a cycle, as in some generated topology.conf files) is ignored.
+    // Roots and children are visited in name order, so which edge of a cycle is dropped does not
+    // depend on the order of lines in the file (a written-out tree reloads with the same tiers).
     std::vector<char> state(g.vertex_count(), 0);  // 0 new, 1 on path, 2 done
-    for (std::uint32_t root = 0; root < g.vertex_count(); ++root) {
-      if (!is_switch(g, VertexId(root)) || state[root] != 0) continue;
+    auto by_name = [&](std::uint32_t x, std::uint32_t y) {
+      return g.vertices()[x].name < g.vertices()[y].name;
+    };
+    std::vector<std::vector<std::uint32_t>> kids(g.vertex_count());
+    std::vector<std::uint32_t> roots;
+    for (std::uint32_t i = 0; i < g.vertex_count(); ++i) {
+      if (!is_switch(g, VertexId(i))) continue;
+      roots.push_back(i);
+      for (LinkId lid : g.links_of(VertexId(i))) {
+        const Link& l = g.link(lid);
+        if (l.a.value == i && is_switch(g, l.b)) kids[i].push_back(l.b.value);
+      }
+      std::sort(kids[i].begin(), kids[i].end(), by_name);
+    }
+    std::sort(roots.begin(), roots.end(), by_name);
+    for (std::uint32_t root : roots) {
+      if (state[root] != 0) continue;
       std::vector<std::pair<std::uint32_t, std::size_t>> stack{{root, 0}};
       state[root] = 1;
       while (!stack.empty()) {
         auto& [v, next] = stack.back();
         const auto& links = g.links_of(VertexId(v));
-        if (next < links.size()) {
-          const Link& l = g.link(links[next++]);
-          if (l.a.value != v || !is_switch(g, l.b)) continue;
-          std::uint32_t c = l.b.value;
+        if (next < kids[v].size()) {
+          std::uint32_t c = kids[v][next++];
           if (state[c] == 0) {
             state[c] = 1;
             stack.emplace_back(c, 0);
@@ -372,7 +387,7 @@ void analyze(Fabric& f) {
       lv.group_uplink_gbps = lv.group_downlink_gbps;
     }
     for (std::size_t k = 0; k < groups; ++k) {
-      lv.group_name[k] = top_names[k].size() == 1 ? top_names[k][0] : name + std::to_string(k);
+      lv.group_name[k] = top_names[k].size() == 1 ? top_names[k][0] : name + "-group" + std::to_string(k);
     }
     if (level_tier < 1) {
       for (std::size_t h = 0; h < nh; ++h) {
@@ -423,6 +438,16 @@ void analyze(Fabric& f) {
     }
   }
 
+  // The level that joins everything is the spine level, whatever tier formed it.
+  if (f.levels.size() > 1 && f.levels.back().group_uplink_gbps.size() == 1 &&
+      f.levels.back().name != "leaf" && f.levels.back().name != "host" &&
+      f.levels.back().name != "nvlink") {
+    LocalityLevel& last = f.levels.back();
+    if (last.name != "spine") {
+      if (last.group_name[0] == last.name + "-group0") last.group_name[0] = "spine-group0";
+      last.name = "spine";
+    }
+  }
   if (!f.blocks.empty()) {
     // Slurm topology/block: the importer made one tier-1 switch per base block (the level above
     // is "block"); aggregates of consecutive base blocks follow BlockSizes.

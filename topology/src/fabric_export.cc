@@ -9,6 +9,7 @@
 // requires, with base = the smallest block.
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -43,6 +44,13 @@ std::vector<std::string> host_names(const Fabric& f, const std::vector<std::uint
   out.reserve(idx.size());
   for (std::uint32_t h : idx) out.push_back(f.hosts[h].name);
   return out;
+}
+
+// Names in natural order, compressed: what a person (and Slurm) reads best.
+std::string ranged(std::vector<std::string> names) {
+  std::sort(names.begin(), names.end(),
+            [](const std::string& a, const std::string& b) { return hostname_less(a, b); });
+  return compress_hostlist(names);
 }
 
 std::string link_speed_gbit(double gbps) {
@@ -81,8 +89,8 @@ std::string to_slurm_tree(const Fabric& f) {
         double speed = 0;
         for (LinkId lid : g.links_of(s)) speed = std::max(speed, g.link(lid).bandwidth);
         out << "SwitchName=" << g.vertex(s).name;
-        if (!kids.empty()) out << " Switches=" << compress_hostlist(kids);
-        if (!hs.empty()) out << " Nodes=" << compress_hostlist(host_names(f, hs));
+        if (!kids.empty()) out << " Switches=" << ranged(kids);
+        if (!hs.empty()) out << " Nodes=" << ranged(host_names(f, hs));
         out << link_speed_gbit(speed) << "\n";
       }
     }
@@ -105,7 +113,7 @@ std::string to_slurm_tree(const Fabric& f) {
         bool attached = !f.hosts[members[k][0]].leaves.empty();
         if (!attached) continue;
         out << "SwitchName=" << gname(lv, k)
-            << " Nodes=" << compress_hostlist(host_names(f, members[k])) << "\n";
+            << " Nodes=" << ranged(host_names(f, members[k])) << "\n";
       } else {
         const LocalityLevel& below = f.levels[li - 1];
         std::vector<std::string> kids;
@@ -116,7 +124,7 @@ std::string to_slurm_tree(const Fabric& f) {
           kids.push_back(gname(below, c));
         }
         if (kids.size() < 2) continue;
-        out << "SwitchName=" << gname(lv, k) << " Switches=" << compress_hostlist(kids) << "\n";
+        out << "SwitchName=" << gname(lv, k) << " Switches=" << ranged(kids) << "\n";
       }
     }
   }
@@ -148,7 +156,7 @@ std::string to_slurm_block(const Fabric& f) {
   std::size_t base = SIZE_MAX;
   for (const auto& [name, members] : blocks) {
     base = std::min(base, members.size());
-    out << "BlockName=" << name << " Nodes=" << compress_hostlist(host_names(f, members)) << "\n";
+    out << "BlockName=" << name << " Nodes=" << ranged(host_names(f, members)) << "\n";
   }
   // base * 2^k up to the first size covering all blocks, which is where slurmctld stops.
   out << "BlockSizes=";
@@ -327,9 +335,13 @@ std::string fabric_to_dot(const Fabric& f) {
   out << "  }\n";
   // Parallel cables merged: one edge per pair, labelled with count and total bandwidth.
   std::map<std::pair<std::uint32_t, std::uint32_t>, std::pair<int, double>> edges;
+  // Lower end first: host before switch, lower tier before higher.
+  auto rank = [&](VertexId v) {
+    return g.vertex(v).kind == VertexKind::kHost ? 0 : std::max(1, g.vertex(v).sw.tier);
+  };
   for (const Link& l : g.links()) {
-    auto key = std::minmax(l.a.value, l.b.value);
-    auto& e = edges[{key.first, key.second}];
+    bool swap = rank(l.b) < rank(l.a) || (rank(l.b) == rank(l.a) && l.b.value < l.a.value);
+    auto& e = edges[swap ? std::make_pair(l.b.value, l.a.value) : std::make_pair(l.a.value, l.b.value)];
     e.first += 1;
     e.second += l.bandwidth;
   }

@@ -235,6 +235,30 @@ std::vector<std::string> expand_hostlist(std::string_view list, const std::strin
   return out;
 }
 
+bool hostname_less(std::string_view a, std::string_view b) {
+  std::size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    if (is_digit(a[i]) && is_digit(b[j])) {
+      std::size_t i2 = i, j2 = j;
+      while (i2 < a.size() && is_digit(a[i2])) ++i2;
+      while (j2 < b.size() && is_digit(b[j2])) ++j2;
+      std::string_view na = a.substr(i, i2 - i), nb = b.substr(j, j2 - j);
+      while (na.size() > 1 && na[0] == '0') na.remove_prefix(1);
+      while (nb.size() > 1 && nb[0] == '0') nb.remove_prefix(1);
+      if (na.size() != nb.size()) return na.size() < nb.size();
+      if (na != nb) return na < nb;
+      if (i2 - i != j2 - j) return i2 - i > j2 - j;  // "n01" before "n1": more padding first
+      i = i2;
+      j = j2;
+      continue;
+    }
+    if (a[i] != b[j]) return a[i] < b[j];
+    ++i;
+    ++j;
+  }
+  return a.size() - i < b.size() - j;
+}
+
 std::string compress_hostlist(const std::vector<std::string>& hosts) {
   // Runs of consecutive numbers with the same prefix and width become ranges; adjacent runs
   // with the same prefix share one bracket group, as Slurm's ranged_string writes them.

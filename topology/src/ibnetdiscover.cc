@@ -17,6 +17,7 @@
 
 #include "fabric_build.h"
 #include "topoaware/topology/error.h"
+#include "topoaware/topology/hostlist.h"
 
 namespace topoaware::topology::detail {
 namespace {
@@ -337,30 +338,6 @@ std::pair<std::string, std::string> host_from_description(const std::string& des
   return {std::string(first), std::string(last)};
 }
 
-// Natural order for NIC names: "mlx5_2" < "mlx5_10", "HCA-1" < "HCA-2".
-bool natural_less(const std::string& a, const std::string& b) {
-  std::size_t i = 0, j = 0;
-  while (i < a.size() && j < b.size()) {
-    if (std::isdigit(static_cast<unsigned char>(a[i])) && std::isdigit(static_cast<unsigned char>(b[j]))) {
-      std::size_t i2 = i, j2 = j;
-      while (i2 < a.size() && std::isdigit(static_cast<unsigned char>(a[i2]))) ++i2;
-      while (j2 < b.size() && std::isdigit(static_cast<unsigned char>(b[j2]))) ++j2;
-      std::string_view na(a.data() + i, i2 - i), nb(b.data() + j, j2 - j);
-      while (na.size() > 1 && na[0] == '0') na.remove_prefix(1);
-      while (nb.size() > 1 && nb[0] == '0') nb.remove_prefix(1);
-      if (na.size() != nb.size()) return na.size() < nb.size();
-      if (na != nb) return na < nb;
-      i = i2;
-      j = j2;
-      continue;
-    }
-    if (a[i] != b[j]) return a[i] < b[j];
-    ++i;
-    ++j;
-  }
-  return a.size() - i < b.size() - j;
-}
-
 }  // namespace
 
 Fabric parse_ibnetdiscover(const std::string& path, std::string_view text,
@@ -492,7 +469,7 @@ Fabric parse_ibnetdiscover(const std::string& path, std::string_view text,
     if (it == host_ports.end()) continue;
     auto& ports = it->second;
     std::stable_sort(ports.begin(), ports.end(), [](const HostPort& x, const HostPort& y) {
-      if (x.nic != y.nic) return natural_less(x.nic, y.nic);
+      if (x.nic != y.nic) return hostname_less(x.nic, y.nic);
       return x.ca_port < y.ca_port;
     });
     for (const HostPort& p : ports) {

@@ -36,5 +36,7 @@ std::vector<std::string> expand_hostlist(std::string_view list, const std::strin
 std::size_t hostlist_count(std::string_view list, const std::string& context = {});
 // The shortest ranged form Slurm would write for these names, in the given order grouped by prefix.
 std::string compress_hostlist(const std::vector<std::string>& hosts);
+// Natural order of host names: digit runs compare as numbers ("n9" < "n10", "mlx5_2" < "mlx5_10").
+bool hostname_less(std::string_view a, std::string_view b);
 
 }  // namespace topoaware::topology
