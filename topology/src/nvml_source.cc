@@ -127,7 +127,8 @@ class NvmlScan {
            std::string(to_string(x.kind)) + " in the model; skipped");
       return;
     }
-    x.name = "GPU" + std::to_string(i);
+    // Our own placeholder names follow NVML's index; a source's own names (hwloc's) stay.
+    if (x.name.empty() || x.name.rfind("GPU", 0) == 0) x.name = "GPU" + std::to_string(i);
     x.gpu.dev = static_cast<int>(i);
     char text[nvml::kDeviceNameBuffer] = {};
     if (api_.name != nullptr && api_.name(dev, text, sizeof text) == nvml::kSuccess) {

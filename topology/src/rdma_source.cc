@@ -266,25 +266,25 @@ class RdmaScan {
       bool has_rdma = std::any_of(x.nic.ports.begin(), x.nic.ports.end(),
                                   [](const NetPort& p) { return p.netdev != p.name; });
       if (has_rdma) continue;  // an HCA already named after its RDMA device
-      if (std::any_of(x.nic.ports.begin(), x.nic.ports.end(),
-                      [&](const NetPort& p) { return p.name == ifname; })) {
-        continue;
-      }
-      NetPort p;
+      // An earlier source (hwloc) may already list the interface: complete it, don't repeat it.
+      auto it = std::find_if(x.nic.ports.begin(), x.nic.ports.end(),
+                             [&](const NetPort& p) { return p.name == ifname; });
+      NetPort fresh;
+      NetPort& p = it != x.nic.ports.end() ? *it : fresh;
       p.name = ifname;
       p.netdev = ifname;
-      p.link_layer = "Ethernet";
+      if (p.link_layer.empty()) p.link_layer = "Ethernet";
       fs::path dir = root_ / cls / ifname;
-      if (auto s = sysfs::read_line(dir / "speed")) {
+      if (auto s = sysfs::read_line(dir / "speed"); s && p.speed_mbps <= 0) {
         auto mbps = sysfs::parse_long(*s);
         if (mbps && *mbps > 0) p.speed_mbps = static_cast<double>(*mbps);
       }
-      if (auto st = sysfs::read_line(dir / "operstate")) {
+      if (auto st = sysfs::read_line(dir / "operstate"); st && p.state.empty()) {
         p.state = *st;
         for (char& c : p.state) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
       }
+      if (it == x.nic.ports.end()) x.nic.ports.push_back(std::move(fresh));
       if (x.name.empty()) x.name = ifname;
-      x.nic.ports.push_back(std::move(p));
     }
   }
 
