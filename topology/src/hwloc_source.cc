@@ -401,8 +401,10 @@ class Converter {
     else if (p.class_id == 0x0200) layer = "Ethernet";
     for (hwloc_obj_t f : fabrics) {
       std::string guid = info(f, "NodeGUID");
+      // NCCL's form: hex without leading zeros ("0x2c903001bb0a0"), as its dumps write it.
       guid.erase(std::remove(guid.begin(), guid.end(), ':'), guid.end());
-      if (!guid.empty()) guid = "0x" + guid;
+      std::size_t nz = guid.find_first_not_of('0');
+      if (!guid.empty()) guid = "0x" + (nz == std::string::npos ? std::string("0") : guid.substr(nz));
       for (int port : ports_of(f)) {
         std::string state = info(f, ("Port" + std::to_string(port) + "State").c_str());
         NetPort np;

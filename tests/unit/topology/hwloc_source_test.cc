@@ -352,6 +352,7 @@ TEST(HwlocSource, TwentyFourNumaMachineHasConnectX3AndAllPairsSys) {
   ASSERT_TRUE(mlx.valid());
   ASSERT_EQ(n.graph.vertex(mlx).nic.ports.size(), 1u);
   EXPECT_EQ(n.graph.vertex(mlx).nic.ports[0].netdev, "ib0");
+  EXPECT_EQ(n.graph.vertex(mlx).nic.ports[0].guid, "0x2c903001bb0a0");  // NodeGUID 0002:c903:...
   NodePaths paths(n);
   EXPECT_EQ(paths.path(n.cpus()[0], n.cpus()[23]).type, PathType::SYS);
 }
