@@ -673,8 +673,10 @@ double lower_bound(const Machine& m, const Traffic& t) {
              lat_min * 1e-6;
   }
   // The rank's groups in different dims share only the rank itself, so on its host
-  // sum_d (k_d - 1) <= kmax - 1. Minimize sum_d f_d(k_d) under that budget.
-  const std::size_t budget = static_cast<std::size_t>(kmax - 1);
+  // sum_d (k_d - 1) <= (slots of the host) - 1. Every slot holds a rank, so some rank sits on
+  // the host with the fewest slots: minimize sum_d f_d(k_d) under that host's budget.
+  const long long kmin = *std::min_element(host_slots.begin(), host_slots.end());
+  const std::size_t budget = static_cast<std::size_t>(kmin - 1);
   const double inf = std::numeric_limits<double>::infinity();
   std::vector<double> best(budget + 1, 0.0);
   for (std::size_t d = 0; d < D; ++d) {

@@ -1,0 +1,236 @@
+// plan(): determinism whatever order hosts arrive in, bound GPUs, block on contiguous
+// allocations, the guard against block, fragmented allocations, and the task environment.
+#include "topoaware/mapper/plan.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <set>
+#include <tuple>
+
+#include "topoaware/mapper/cost.h"
+#include "topoaware/mapper/synthetic.h"
+
+namespace topoaware::mapper {
+namespace {
+
+struct Cluster {
+  topology::Fabric fabric;
+  topology::NodeTopology node = make_node(8, 8, 450, 50);
+};
+
+Cluster cluster(bool scramble, double oversub = 2, bool rails = false) {
+  FatTreeSpec s;
+  s.hosts = 64;
+  s.hosts_per_leaf = 8;
+  s.leaf_oversub = oversub;
+  s.scramble_names = scramble;
+  s.rail_optimized = rails;
+  s.seed = 7;
+  Cluster c;
+  c.fabric = make_fat_tree(s);
+  return c;
+}
+
+Request request_of(const Allocation& a, const std::string& layout) {
+  Request r;
+  r.hosts = a.hosts;
+  r.tasks_per_host = a.tasks_per_host;
+  r.layout = parse_layout(layout);
+  return r;
+}
+
+std::vector<const topology::NodeTopology*> same_node(const Cluster& c, std::size_t n) {
+  return std::vector<const topology::NodeTopology*>(n, &c.node);
+}
+
+// (host, gpu) -> (rank, coords, nics): the plan as hardware sees it, independent of task ids.
+std::map<std::pair<std::string, int>, std::tuple<int, std::string, std::string>> by_slot(
+    const RankPlan& p) {
+  std::map<std::pair<std::string, int>, std::tuple<int, std::string, std::string>> out;
+  for (const auto& t : p.tasks) {
+    std::string coords, nics;
+    for (const auto& [n, v] : t.coords) coords += n + std::to_string(v) + ",";
+    for (const auto& n : t.nics) nics += n + ",";
+    out[{p.hosts[t.host], t.gpu}] = {t.rank, coords, nics};
+  }
+  return out;
+}
+
+TEST(PlanTest, SameInputsInAnyHostOrderGiveTheSamePlan) {
+  Cluster c = cluster(true);
+  Allocation a = fragmented_allocation(c.fabric, 8, 0.5, 128, 3);
+  Request r = request_of(a, "tp=8,pp=2,dp=auto");
+  RankPlan first = plan(c.fabric, same_node(c, r.hosts.size()), r);
+  ASSERT_FALSE(first.kept_block);  // the guard would read Slurm's order
+  // Permute hosts (and their task counts with them) a few ways.
+  std::vector<std::size_t> idx(r.hosts.size());
+  std::iota(idx.begin(), idx.end(), 0);
+  for (int round = 0; round < 3; ++round) {
+    std::rotate(idx.begin(), idx.begin() + 1 + round, idx.end());
+    std::reverse(idx.begin() + round, idx.end());
+    Request q = r;
+    q.hosts.clear();
+    q.tasks_per_host.clear();
+    for (auto i : idx) {
+      q.hosts.push_back(r.hosts[i]);
+      q.tasks_per_host.push_back(r.tasks_per_host[i]);
+    }
+    RankPlan again = plan(c.fabric, same_node(c, q.hosts.size()), q);
+    EXPECT_EQ(by_slot(again), by_slot(first)) << "round " << round;
+    EXPECT_DOUBLE_EQ(again.cost.seconds, first.cost.seconds);
+    EXPECT_DOUBLE_EQ(again.lower_bound, first.lower_bound);
+  }
+  // And twice the same: bit for bit.
+  RankPlan twice = plan(c.fabric, same_node(c, r.hosts.size()), r);
+  EXPECT_EQ(twice.rank_of_task, first.rank_of_task);
+}
+
+TEST(PlanTest, ContiguousNameOrderedAllocationKeepsBlockCost) {
+  Cluster c = cluster(false);
+  Request r = request_of(whole_hosts(c.fabric, 8, 16), "tp=8,pp=2,dp=auto");
+  RankPlan p = plan(c.fabric, same_node(c, r.hosts.size()), r);
+  // Block is already good there: topo may shave a little, never more than a few percent.
+  EXPECT_LE(p.cost.seconds, p.block_cost.seconds);
+  EXPECT_GE(p.cost.seconds, 0.97 * p.block_cost.seconds);
+  EXPECT_LE(p.lower_bound, p.cost.seconds);
+}
+
+TEST(PlanTest, ScrambledNamesAreRegroupedByLeaf) {
+  Cluster c = cluster(true, 4);
+  Request r = request_of(whole_hosts(c.fabric, 8, 16), "tp=8,dp=auto");
+  RankPlan p = plan(c.fabric, same_node(c, r.hosts.size()), r);
+  // 16 hosts whose names ignore the wiring: block order sends dp over 4:1 uplinks.
+  EXPECT_LT(p.cost.seconds, 0.85 * p.block_cost.seconds);
+  EXPECT_LE(p.lower_bound, p.cost.seconds);
+}
+
+TEST(PlanTest, FragmentedAllocationsNeverLoseToBlockAndStayNearTheBound) {
+  // Hosts with 1..7 free GPUs: some tensor-parallel group must span hosts whatever the order,
+  // and its smallest piece's NIC bounds the step; topo must not do worse than block, and the
+  // bound (which knows the smallest host) must stay below and close.
+  Cluster c = cluster(true, 4);
+  for (std::uint64_t seed = 1; seed <= 4; ++seed) {
+    Allocation a = fragmented_allocation(c.fabric, 8, 0.8, 64, seed);
+    Request r = request_of(a, "tp=8,dp=auto");
+    RankPlan p = plan(c.fabric, same_node(c, r.hosts.size()), r);
+    EXPECT_LE(p.cost.seconds, p.block_cost.seconds) << "seed " << seed;
+    EXPECT_LE(p.lower_bound, p.cost.seconds * (1 + 1e-12)) << "seed " << seed;
+    EXPECT_GE(p.lower_bound, 0.95 * p.cost.seconds) << "seed " << seed;
+  }
+}
+
+TEST(PlanTest, BoundGpusOnlyPermuteRanks) {
+  Cluster c = cluster(false);
+  Allocation a = whole_hosts(c.fabric, 4, 4);
+  Request r = request_of(a, "tp=2,dp=auto");
+  // Slurm bound GPUs 4..7 on every host, in task order.
+  for (std::size_t h = 0; h < a.hosts.size(); ++h) {
+    for (int g : {7, 5, 6, 4}) r.bound_gpu.push_back(g);
+  }
+  RankPlan p = plan(c.fabric, same_node(c, r.hosts.size()), r);
+  ASSERT_EQ(p.tasks.size(), 16u);
+  std::set<int> ranks;
+  for (std::size_t t = 0; t < p.tasks.size(); ++t) {
+    EXPECT_EQ(p.tasks[t].gpu, r.bound_gpu[t]) << "task " << t;
+    EXPECT_EQ(p.tasks[t].host, t / 4);
+    ranks.insert(p.tasks[t].rank);
+  }
+  EXPECT_EQ(ranks.size(), 16u);
+}
+
+TEST(PlanTest, BaselinesAreSlurmOrders) {
+  Cluster c = cluster(false);
+  Allocation a = whole_hosts(c.fabric, 2, 3);
+  Request r = request_of(a, "");
+  r.algorithm = Algorithm::kBlock;
+  RankPlan block = plan(c.fabric, same_node(c, 3), r);
+  EXPECT_EQ(block.rank_of_task, (std::vector<int>{0, 1, 2, 3, 4, 5}));
+  r.algorithm = Algorithm::kCyclic;
+  RankPlan cyclic = plan(c.fabric, same_node(c, 3), r);
+  // Cyclic deals ranks 0,1,2 to the three hosts, then 3,4,5: host 0 holds ranks 0 and 3.
+  EXPECT_EQ(cyclic.rank_of_task, (std::vector<int>{0, 3, 1, 4, 2, 5}));
+  r.algorithm = Algorithm::kRandom;
+  r.seed = 5;
+  RankPlan r1 = plan(c.fabric, same_node(c, 3), r);
+  RankPlan r2 = plan(c.fabric, same_node(c, 3), r);
+  EXPECT_EQ(r1.rank_of_task, r2.rank_of_task);
+  std::vector<int> sorted = r1.rank_of_task;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(sorted, block.rank_of_task);
+}
+
+std::map<std::string, std::string> env_map(const RankPlan& p, int task, const EnvOptions& o) {
+  std::map<std::string, std::string> m;
+  auto env = task_environment(p, task, o);
+  EXPECT_TRUE(std::is_sorted(env.begin(), env.end()));
+  for (const auto& [k, v] : env) m[k] = v;
+  return m;
+}
+
+TEST(PlanTest, TaskEnvironment) {
+  Cluster c = cluster(false, 1, true);
+  Request r = request_of(whole_hosts(c.fabric, 8, 4), "tp=8,pp=2,dp=auto");
+  RankPlan p = plan(c.fabric, same_node(c, r.hosts.size()), r);
+  ASSERT_TRUE(p.rail_optimized);
+  EnvOptions o;
+  o.job_id = 12345;
+  o.topo_file = "/run/topo-aware/job/nccl.xml";
+  std::string master;
+  for (const auto& t : p.tasks) {
+    if (t.rank == 0) master = p.hosts[t.host];
+  }
+  for (int task : {0, 9, 31}) {
+    const TaskPlan& t = p.tasks[static_cast<std::size_t>(task)];
+    auto env = env_map(p, task, o);
+    EXPECT_EQ(env["RANK"], std::to_string(t.rank));
+    EXPECT_EQ(env["TOPO_AWARE_RANK"], std::to_string(t.rank));
+    EXPECT_EQ(env["WORLD_SIZE"], "32");
+    EXPECT_EQ(env["LOCAL_WORLD_SIZE"], "8");
+    EXPECT_EQ(env["LOCAL_RANK"], std::to_string(t.local_rank));
+    EXPECT_EQ(env["NODE_RANK"], std::to_string(t.node_rank));
+    EXPECT_EQ(env["MASTER_ADDR"], master);
+    EXPECT_EQ(env["MASTER_PORT"], std::to_string(20000 + 12345 % 20000));
+    EXPECT_EQ(env["NCCL_TOPO_FILE"], o.topo_file);
+    EXPECT_EQ(env["NCCL_CROSS_NIC"], "0");
+    EXPECT_EQ(env["NCCL_IB_HCA"], "=mlx5_" + std::to_string(t.gpu));
+    EXPECT_EQ(env["NCCL_SOCKET_IFNAME"], "=ib" + std::to_string(t.gpu));
+    // Device LOCAL_RANK of CUDA_VISIBLE_DEVICES is the task's own GPU.
+    std::vector<std::string> devs;
+    std::string list = env["CUDA_VISIBLE_DEVICES"], item;
+    for (char ch : list + ",") {
+      if (ch == ',') devs.push_back(item), item.clear();
+      else item += ch;
+    }
+    ASSERT_EQ(devs.size(), 8u);
+    EXPECT_EQ(devs[static_cast<std::size_t>(t.local_rank)], std::to_string(t.gpu));
+    // Coordinates: tp innermost.
+    EXPECT_EQ(env["TOPO_AWARE_COORDS"].rfind("tp:" + std::to_string(t.rank % 8) + ",", 0), 0u);
+  }
+  o.one_gpu_visible = true;
+  o.master_port = "29500";
+  auto env = env_map(p, 9, o);
+  EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], std::to_string(p.tasks[9].gpu));
+  EXPECT_EQ(env["MASTER_PORT"], "29500");
+  EXPECT_THROW(task_environment(p, 32, o), Error);
+}
+
+TEST(PlanTest, BadRequestsAreErrors) {
+  Cluster c = cluster(false);
+  Request r = request_of(whole_hosts(c.fabric, 8, 2), "tp=8");
+  r.hosts[1] = "nosuchhost";
+  EXPECT_THROW(plan(c.fabric, same_node(c, 2), r), Error);
+  r = request_of(whole_hosts(c.fabric, 8, 2), "tp=8");
+  r.tasks_per_host = {9, 8};
+  EXPECT_THROW(plan(c.fabric, same_node(c, 2), r), Error);  // 9 tasks on an 8-GPU node
+  r = request_of(whole_hosts(c.fabric, 8, 2), "tp=8,pp=4");
+  EXPECT_THROW(plan(c.fabric, same_node(c, 2), r), Error);
+  r = request_of(whole_hosts(c.fabric, 8, 2), "tp=8");
+  r.bound_gpu = {0, 1, 2};
+  EXPECT_THROW(plan(c.fabric, same_node(c, 2), r), Error);
+}
+
+}  // namespace
+}  // namespace topoaware::mapper
