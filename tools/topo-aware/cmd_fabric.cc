@@ -47,7 +47,10 @@ std::string table(const std::vector<std::vector<std::string>>& rows) {
 }
 
 // At most `limit` names, then "... (N more)".
-std::string some(const std::vector<std::string>& names, std::size_t limit) {
+std::string some(std::vector<std::string> names, std::size_t limit) {
+  std::sort(names.begin(), names.end(), [](const std::string& a, const std::string& b) {
+    return topology::hostname_less(a, b);
+  });
   std::string out = topology::compress_hostlist(
       std::vector<std::string>(names.begin(), names.begin() + static_cast<long>(std::min(limit, names.size()))));
   if (names.size() > limit) out += " ... (" + std::to_string(names.size() - limit) + " more)";

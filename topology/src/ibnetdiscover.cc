@@ -135,7 +135,8 @@ class Parser {
       long lid = -1;
       auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), lid);
       if (ec != std::errc() || p != v.data() + v.size()) {
-        fail(line, "invalid LID \"" + std::string(v) + "\" (expected a number 0..49151)");
+        fail(line, "invalid LID: \"lid\" is followed by \"" + std::string(v) +
+                       "\", not a number 0..49151 (LID missing?)");
       }
       if (lid < 0 || lid > kMaxUnicastLid) {
         fail(line, "invalid LID " + std::string(v) + " (unicast LIDs are 0..49151 = 0xBFFF)");

@@ -155,12 +155,12 @@ Fabric parse_slurm_topology(const std::string& path, std::string_view text) {
                         std::to_string(switches[it->second].line) + ")");
       }
       if (auto sw = e.kv.find("switches"); sw != e.kv.end()) {
-        count_guard(hostlist_count(sw->second, ctx), e.line);
         s.children = expand_hostlist(sw->second, ctx, kMaxConfHosts);
+        count_guard(s.children.size(), e.line);
       }
       if (auto nd = e.kv.find("nodes"); nd != e.kv.end()) {
-        count_guard(hostlist_count(nd->second, ctx), e.line);
         s.nodes = expand_hostlist(nd->second, ctx, kMaxConfHosts);
+        count_guard(s.nodes.size(), e.line);
       }
       if (auto ls = e.kv.find("linkspeed"); ls != e.kv.end()) {
         const std::string& v = ls->second;
@@ -181,8 +181,8 @@ Fabric parse_slurm_topology(const std::string& path, std::string_view text) {
       if (nd == e.kv.end() || nd->second.empty()) {
         throw Error(ErrorCode::kBadInput, ctx, "block " + bl.name + " has no Nodes=");
       }
-      count_guard(hostlist_count(nd->second, ctx), e.line);
       bl.nodes = expand_hostlist(nd->second, ctx, kMaxConfHosts);
+      count_guard(bl.nodes.size(), e.line);
       for (const BlockLine& other : blocks) {
         if (other.name == bl.name) {
           throw Error(ErrorCode::kBadInput, ctx,

@@ -1,0 +1,191 @@
+// `topo-aware fabric` as an admin runs it: the built binary, exit codes (0 ok, 1 bad input with
+// file:line, 2 usage), --help, the JSON fields scripts rely on, and golden outputs for real
+// fabrics (tests/golden/fabric-*; regenerate with UPDATE_GOLDEN=1 after a deliberate change).
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "test_support.h"
+
+namespace topoaware {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CliRun {
+  int rc = -1;
+  std::string out, err;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+std::string scratch(const std::string& name) {
+  return (fs::temp_directory_path() /
+          ("topoaware-fabric-cli-" + std::to_string(::getpid()) + "-" + name))
+      .string();
+}
+
+// Runs from the fixtures folder so sources print as relative paths (stable golden files).
+// `limits` prefixes a ulimit (address space, CPU seconds) to prove bounded cost.
+CliRun cli(const std::string& args, const std::string& limits = {}) {
+  std::string out = scratch("stdout"), err = scratch("stderr");
+  std::string cmd = "cd '" + std::string(TOPOAWARE_TEST_FIXTURES) + "' && (" + limits + " '" +
+                    std::string(TOPOAWARE_CLI) + "' " + args + ") >'" + out + "' 2>'" + err + "'";
+  int status = std::system(cmd.c_str());
+  CliRun r;
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = slurp(out);
+  r.err = slurp(err);
+  fs::remove(out);
+  fs::remove(err);
+  return r;
+}
+
+void expect_golden(const std::string& name, const std::string& actual) {
+  std::string path = std::string(TOPOAWARE_TEST_FIXTURES) + "/../golden/" + name;
+  if (std::getenv("UPDATE_GOLDEN") != nullptr) {
+    fs::create_directories(fs::path(path).parent_path());
+    std::ofstream(path, std::ios::binary) << actual;
+    return;
+  }
+  ASSERT_TRUE(fs::exists(path)) << path << " missing; run with UPDATE_GOLDEN=1 to create it";
+  EXPECT_EQ(slurp(path), actual) << "differs from " << path
+                                 << " (UPDATE_GOLDEN=1 regenerates after a deliberate change)";
+}
+
+const char* kPsmn = "ibnetdiscover/psmn-x5-qdr-voltaire-mellanox-100nodes.ibnetdiscover.txt";
+const char* kPsmnMap = "ibnetdiscover/psmn-x5-guid-to-hostname.map";
+
+TEST(FabricCli, HelpNamesEveryOption) {
+  CliRun r = cli("fabric --help");
+  EXPECT_EQ(r.rc, 0);
+  for (const char* s : {"-i,--input", "--map", "--of", "slurm-tree", "slurm-block", "dot", "json",
+                        "-o,--output"}) {
+    EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
+  }
+}
+
+TEST(FabricCli, UsageErrorsExitTwo) {
+  EXPECT_EQ(cli("fabric").rc, 2);                                   // -i is required
+  EXPECT_EQ(cli(std::string("fabric -i ") + kPsmn + " --of yaml").rc, 2);
+}
+
+TEST(FabricCli, TextShowsTiersHostsRailsAnomalies) {
+  CliRun r = cli(std::string("fabric -i ") + kPsmn + " --map " + kPsmnMap);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  expect_golden("fabric-psmn-x5.txt", r.out);
+  for (const char* s : {"11 switches, 89 hosts, 89 channel adapters, 3 tiers", "tiers:",
+                        "OVERSUB", "hosts per leaf group:", "rails:", "anomalies: 3", "slow-link",
+                        "r510gluster[1-4]"}) {
+    EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
+  }
+}
+
+TEST(FabricCli, SlurmTreeFromIbnetdiscoverIsGolden) {
+  CliRun r = cli(std::string("fabric -i ") + kPsmn + " --map " + kPsmnMap + " --of slurm-tree");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  expect_golden("fabric-psmn-x5-tree.conf", r.out);
+}
+
+TEST(FabricCli, JsonForScriptsAndOutputFile) {
+  std::string out = scratch("fabric.json");
+  CliRun r = cli(std::string("fabric -i ") + kPsmn + " --map " + kPsmnMap + " --of json -o '" +
+                 out + "'");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_TRUE(r.out.empty());
+  nlohmann::json j = nlohmann::json::parse(slurp(out));
+  fs::remove(out);
+  ASSERT_EQ(j["switches"].size(), 11u);
+  int tier1 = 0;
+  for (const auto& s : j["switches"]) tier1 += s["tier"] == 1 ? 1 : 0;
+  EXPECT_EQ(tier1, 6);
+  ASSERT_EQ(j["hosts"].size(), 89u);
+  bool found = false;
+  for (const auto& h : j["hosts"]) {
+    if (h["name"] == "r815lin104") {
+      found = true;
+      EXPECT_EQ(h["leaves"], nlohmann::json::array({"S-0002c902004827b0"}));
+    }
+  }
+  EXPECT_TRUE(found);
+  EXPECT_TRUE(j["tiers"].is_array());
+  EXPECT_TRUE(j["levels"].is_array());
+  EXPECT_TRUE(j["anomalies"].is_array());
+}
+
+TEST(FabricCli, DotAndBlock) {
+  CliRun d = cli("fabric -i ../../etc/lab-cluster.toml --of dot");
+  ASSERT_EQ(d.rc, 0) << d.err;
+  EXPECT_NE(d.out.find("graph fabric {"), std::string::npos);
+  CliRun b = cli("fabric -i ../../etc/lab-cluster.toml --of slurm-block");
+  ASSERT_EQ(b.rc, 0) << b.err;
+  EXPECT_NE(b.out.find("BlockName=block1 Nodes=node[1-2]\nBlockName=block2 Nodes=node[3-4]\n"
+                       "BlockSizes=2,4\n"),
+            std::string::npos)
+      << b.out;
+}
+
+// Bad input: exit 1, a message naming the file (and line), in bounded time and memory: the
+// command runs under a 1 GiB address-space and 10 s CPU limit (a sanitizer build reserves more
+// virtual memory than that, so there only the time bound applies).
+TEST(FabricCli, HostileInputExitsOneWithAClearMessage) {
+#if defined(__SANITIZE_ADDRESS__)
+  const std::string limits = "ulimit -t 10;";
+#else
+  const std::string limits = "ulimit -v 1048576; ulimit -t 10;";
+#endif
+  std::string dir = scratch("hostile");
+  fs::create_directories(dir);
+  {
+    std::ofstream(dir + "/huge.conf") << "SwitchName=s1 Nodes=n[1-999999999]\n";
+    std::ofstream junk(dir + "/junk.bin", std::ios::binary);
+    std::uint32_t x = 2463534242u;
+    for (int i = 0; i < (1 << 20); ++i) {
+      x ^= x << 13;
+      x ^= x >> 17;
+      x ^= x << 5;
+      junk.put(static_cast<char>(x));
+    }
+    std::string psmn = slurp(std::string(TOPOAWARE_TEST_FIXTURES) + "/" + kPsmn);
+    std::ofstream(dir + "/truncated.txt") << psmn.substr(0, psmn.size() / 2);
+    std::ofstream(dir + "/empty.txt") << "";
+  }
+  struct Case {
+    std::string file;
+    std::string says;
+  } cases[] = {
+      {dir + "/huge.conf", "huge.conf:1: hostlist \"n[1-999999999]\" names 999999999 hosts"},
+      {dir + "/junk.bin", "junk.bin: binary data"},
+      {dir + "/truncated.txt", "truncated dump"},
+      {dir + "/empty.txt", "empty file"},
+      {dir + "/missing.txt", "no such file"},
+  };
+  TOPOAWARE_SHARED_OR_SKIP(lid, "ibnetdiscover/hk-lab-4sw-invalid-lid-edgecase.ibnetdiscover.txt");
+  std::vector<Case> all(std::begin(cases), std::end(cases));
+  all.push_back({lid, "hk-lab-4sw-invalid-lid-edgecase.ibnetdiscover.txt:10: invalid LID"});
+  for (const Case& c : all) {
+    auto t0 = std::chrono::steady_clock::now();
+    CliRun r = cli("fabric -i '" + c.file + "'", limits);
+    EXPECT_EQ(r.rc, 1) << c.file << "\n" << r.err;
+    EXPECT_NE(r.err.find("topo-aware: "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << c.says << "\n" << r.err;
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5)) << c.file;
+  }
+  CliRun m = cli(std::string("fabric -i slurm-topology/psmn-x5-tree-from-ibnetdiscover.topology.conf --map ") + kPsmnMap);
+  EXPECT_EQ(m.rc, 1);
+  EXPECT_NE(m.err.find("--map"), std::string::npos) << m.err;
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace topoaware
