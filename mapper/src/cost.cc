@@ -632,7 +632,10 @@ double lower_bound(const Machine& m, const Traffic& t) {
         const double A = (kd - 1) * S / nd, X = (nd - kd) * S / nd;
         if (k == n) {
           v = A / nv;
+        } else if (!m.rail_optimized) {
+          v = std::max(A / nv, X / port_eff);  // off-host bytes leave by the rank's own port
         } else {
+          // PXN may send part of X over NVLink to a GPU on the peer's rail first.
           double y = port_eff * (A + X) / (nv + port_eff);
           v = (y <= X) ? (A + X) / (nv + port_eff) : std::max(A / nv, X / port_eff);
         }

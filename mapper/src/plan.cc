@@ -144,7 +144,7 @@ class Mapper {
     const long long world = t.world;
     // Work bound: candidate and refinement evaluations together cost O(ranks) each; keep their
     // count x ranks under a fixed budget so 131k ranks stay within seconds.
-    const double work_cap = 6e6;
+    const double work_cap = 2.5e6;
     long long evals_left = std::max<long long>(4, static_cast<long long>(work_cap / world));
 
     // Dims that communicate, heaviest first.

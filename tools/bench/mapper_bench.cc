@@ -1,0 +1,436 @@
+// mapper_bench: the rank mapper against Slurm's block order, a seeded random order and Scotch
+// on generated clusters, with the lower bound, and mapping time and memory at scale.
+//
+//   build/release/tools/bench/mapper_bench           full suite (minutes on one core)
+//   build/release/tools/bench/mapper_bench --quick   CI subset (seconds)
+//
+// Instances: 2- and 3-tier fat trees at 1:1, 2:1 and 4:1, rail-optimized scalable units,
+// NVL72-style NVLink domains, host names that do not follow the wiring, fragmented allocations
+// drawn from clusters 50-95% busy; layouts of LLM training (dense TP8 x PP x DP, MoE with EP,
+// long context with CP, 5-dim). Every figure is the mapper's cost model (modeled seconds of
+// communication per training step); the same model scores all algorithms and the bound.
+// Ends with PASS/FAIL per target of issue 4, computed from the rows above.
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "topoaware/mapper/cost.h"
+#include "topoaware/mapper/plan.h"
+#include "topoaware/mapper/synthetic.h"
+
+#ifdef TOPOAWARE_HAVE_SCOTCH
+#include <cstdint>
+#include <cstdio>
+extern "C" {
+#include <scotch.h>
+}
+#endif
+
+using namespace topoaware;
+using namespace topoaware::mapper;
+
+namespace {
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+double peak_rss_mib() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) / 1024.0;
+}
+
+struct Family {
+  std::string name;
+  FatTreeSpec spec;
+};
+
+struct Row {
+  std::string name;
+  bool fragmented = false;
+  int hosts = 0, gpus = 0;
+  std::string layout;
+  double block = 0, random = 0, scotch = -1, topo = 0, lb = 0;
+  double topo_ms = 0, scotch_ms = -1;
+};
+
+#ifdef TOPOAWARE_HAVE_SCOTCH
+// Scotch's view: ranks as a graph weighted by the bytes each pair exchanges per step, mapped
+// onto the allocated GPUs as a sub-architecture of the cluster's tree-leaf architecture
+// (pods/leaves x hosts x GPUs, link costs rising with the tier). Scotch balances vertex counts
+// but may put two ranks on one GPU; those are moved to the free GPUs nearest in slot order.
+bool scotch_map(const Instance& in, const FatTreeSpec& spec, const topology::Fabric& fabric,
+                std::vector<std::uint32_t>* slot_of_rank) {
+  const Machine& m = in.machine;
+  const Traffic& t = in.traffic;
+  const SCOTCH_Num n = static_cast<SCOTCH_Num>(t.world);
+  std::vector<std::map<SCOTCH_Num, double>> adj(static_cast<std::size_t>(n));
+  auto add = [&](long long a, long long b, double w) {
+    if (a == b || w <= 0) return;
+    adj[static_cast<std::size_t>(a)][static_cast<SCOTCH_Num>(b)] += w;
+    adj[static_cast<std::size_t>(b)][static_cast<SCOTCH_Num>(a)] += w;
+  };
+  for (const auto& d : t.dims) {
+    if (d.size <= 1) continue;
+    const long long block = d.stride * d.size;
+    for (long long outer = 0; outer < t.world; outer += block) {
+      for (long long inner = 0; inner < d.stride; ++inner) {
+        long long base = outer + inner;
+        for (long long i = 0; i < d.size; ++i) {
+          long long r = base + i * d.stride;
+          if (d.pattern == Pattern::kAllToAll) {
+            for (long long j = i + 1; j < d.size; ++j) add(r, base + j * d.stride, d.bytes / d.size);
+          } else if (d.pattern == Pattern::kPipeline) {
+            if (i + 1 < d.size) add(r, r + d.stride, 2 * d.bytes);
+          } else {
+            add(r, base + ((i + 1) % d.size) * d.stride, 2.0 * (d.size - 1) / d.size * d.bytes);
+          }
+        }
+      }
+    }
+  }
+  double wmax = 0;
+  for (const auto& a : adj) for (const auto& [k, w] : a) wmax = std::max(wmax, w);
+  std::vector<SCOTCH_Num> verttab(static_cast<std::size_t>(n) + 1, 0), edgetab, edlotab;
+  for (SCOTCH_Num v = 0; v < n; ++v) {
+    for (const auto& [k, w] : adj[static_cast<std::size_t>(v)]) {
+      edgetab.push_back(k);
+      edlotab.push_back(std::max<SCOTCH_Num>(1, static_cast<SCOTCH_Num>(w / wmax * 1e6)));
+    }
+    verttab[static_cast<std::size_t>(v) + 1] = static_cast<SCOTCH_Num>(edgetab.size());
+  }
+  // Tree-leaf: [pods] x leaves x hosts x GPUs; host h of the wiring is terminal block h.
+  std::vector<SCOTCH_Num> sizes, links;
+  const int units = (spec.hosts + spec.hosts_per_leaf - 1) / spec.hosts_per_leaf;
+  if (spec.leaves_per_pod > 0) {
+    sizes.push_back((units + spec.leaves_per_pod - 1) / spec.leaves_per_pod);
+    links.push_back(static_cast<SCOTCH_Num>(40 * spec.pod_oversub * spec.leaf_oversub));
+    sizes.push_back(spec.leaves_per_pod);
+  } else {
+    sizes.push_back(units);
+  }
+  links.push_back(static_cast<SCOTCH_Num>(10 * spec.leaf_oversub));
+  sizes.push_back(spec.hosts_per_leaf);
+  links.push_back(4);
+  sizes.push_back(spec.gpus_per_host);
+  links.push_back(1);
+  std::vector<SCOTCH_Num> term;
+  for (const auto& s : m.slots) {
+    long long h = m.fabric_host[s.host];
+    term.push_back(static_cast<SCOTCH_Num>(h * spec.gpus_per_host + s.gpu));
+  }
+  (void)fabric;
+  SCOTCH_Arch arch, sub;
+  SCOTCH_Graph graph;
+  SCOTCH_Strat strat;
+  SCOTCH_archInit(&arch);
+  SCOTCH_archInit(&sub);
+  SCOTCH_graphInit(&graph);
+  SCOTCH_stratInit(&strat);
+  bool ok = SCOTCH_archTleaf(&arch, static_cast<SCOTCH_Num>(sizes.size()), sizes.data(),
+                             links.data()) == 0 &&
+            SCOTCH_archSub(&sub, &arch, static_cast<SCOTCH_Num>(term.size()), term.data()) == 0 &&
+            SCOTCH_graphBuild(&graph, 0, n, verttab.data(), nullptr, nullptr, nullptr,
+                              static_cast<SCOTCH_Num>(edgetab.size()), edgetab.data(),
+                              edlotab.data()) == 0 &&
+            SCOTCH_stratGraphMapBuild(&strat, SCOTCH_STRATQUALITY, n, 0.0) == 0;
+  std::vector<SCOTCH_Num> part(static_cast<std::size_t>(n), 0);
+  ok = ok && SCOTCH_graphMap(&graph, &sub, &strat, part.data()) == 0;
+  SCOTCH_stratExit(&strat);
+  SCOTCH_graphExit(&graph);
+  SCOTCH_archExit(&sub);
+  SCOTCH_archExit(&arch);
+  if (!ok) return false;
+  // Make it a permutation.
+  std::vector<int> used(m.slots.size(), 0);
+  slot_of_rank->assign(static_cast<std::size_t>(n), 0);
+  std::vector<std::size_t> homeless;
+  for (SCOTCH_Num r = 0; r < n; ++r) {
+    auto s = static_cast<std::size_t>(part[static_cast<std::size_t>(r)]);
+    if (s < used.size() && used[s] == 0) {
+      used[s] = 1;
+      (*slot_of_rank)[static_cast<std::size_t>(r)] = static_cast<std::uint32_t>(s);
+    } else {
+      homeless.push_back(static_cast<std::size_t>(r));
+    }
+  }
+  std::size_t next = 0;
+  for (auto r : homeless) {
+    auto want = static_cast<std::size_t>(std::min<SCOTCH_Num>(part[r], static_cast<SCOTCH_Num>(used.size() - 1)));
+    std::size_t best = used.size();
+    for (std::size_t d = 0; d < used.size(); ++d) {
+      if (want + d < used.size() && !used[want + d]) { best = want + d; break; }
+      if (want >= d && !used[want - d]) { best = want - d; break; }
+    }
+    if (best == used.size()) {
+      while (used[next]) ++next;
+      best = next;
+    }
+    used[best] = 1;
+    (*slot_of_rank)[r] = static_cast<std::uint32_t>(best);
+  }
+  return true;
+}
+#endif
+
+Row run(const std::string& name, const Family& fam, const topology::Fabric& fabric,
+        const topology::NodeTopology& node, const Allocation& a, const std::string& layout,
+        bool fragmented, bool with_scotch) {
+  Request r;
+  r.hosts = a.hosts;
+  r.tasks_per_host = a.tasks_per_host;
+  r.layout = parse_layout(layout);
+  std::vector<const topology::NodeTopology*> nodes(r.hosts.size(), &node);
+  Row row;
+  row.name = name;
+  row.fragmented = fragmented;
+  row.hosts = static_cast<int>(r.hosts.size());
+  row.layout = layout;
+  double t0 = now_s();
+  RankPlan p = plan(fabric, nodes, r);
+  row.topo_ms = (now_s() - t0) * 1e3;
+  row.gpus = static_cast<int>(p.tasks.size());
+  row.topo = p.cost.seconds;
+  row.block = p.block_cost.seconds;
+  row.lb = p.lower_bound;
+  r.algorithm = Algorithm::kRandom;
+  row.random = plan(fabric, nodes, r).cost.seconds;
+#ifdef TOPOAWARE_HAVE_SCOTCH
+  if (with_scotch) {
+    Instance in = make_instance(fabric, nodes, r);
+    std::vector<std::uint32_t> s;
+    double s0 = now_s();
+    if (scotch_map(in, fam.spec, fabric, &s)) {
+      row.scotch_ms = (now_s() - s0) * 1e3;
+      row.scotch = evaluate_seconds(in.machine, in.traffic, s);
+    }
+  }
+#else
+  (void)fam;
+  (void)with_scotch;
+#endif
+  return row;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+FatTreeSpec two_tier(int hosts, int per_leaf, double oversub) {
+  FatTreeSpec s;
+  s.hosts = hosts;
+  s.hosts_per_leaf = per_leaf;
+  s.leaf_oversub = oversub;
+  return s;
+}
+
+FatTreeSpec three_tier(int hosts, int per_leaf, int leaves_per_pod, double oversub) {
+  FatTreeSpec s = two_tier(hosts, per_leaf, oversub);
+  s.leaves_per_pod = leaves_per_pod;
+  s.pod_oversub = oversub;
+  return s;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool quick = false, scotch = true, scale = true;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--quick")) quick = true;
+    else if (!std::strcmp(argv[i], "--no-scotch")) scotch = false;
+    else if (!std::strcmp(argv[i], "--no-scale")) scale = false;
+    else {
+      std::fprintf(stderr, "usage: mapper_bench [--quick] [--no-scotch] [--no-scale]\n");
+      return 2;
+    }
+  }
+#ifndef TOPOAWARE_HAVE_SCOTCH
+  scotch = false;
+#endif
+  std::printf("mapper_bench (%s): modeled seconds of communication per training step\n\n",
+              quick ? "quick" : "full");
+
+  // --- scale: one 5-dim layout from 1k to 131k GPUs, one core, time and peak memory ---------
+  struct ScaleRow {
+    int gpus;
+    double ms, rss, topo, block, lb;
+  };
+  std::vector<ScaleRow> scale_rows;
+  if (scale) {
+    std::printf("scale (3-tier 2:1, 32 hosts/leaf, 16 leaves/pod, whole hosts, "
+                "tp=8,cp=2,ep=2,pp=8,dp=auto):\n");
+    std::printf("  %8s %8s %10s %10s %10s %10s %9s\n", "GPUs", "hosts", "map ms", "topo s",
+                "block s", "bound s", "peak MiB");
+    std::vector<int> sizes = quick ? std::vector<int>{1024, 8192} :
+                                     std::vector<int>{1024, 8192, 65536, 131072};
+    auto node = make_node(8, 8, 450, 50);
+    for (int gpus : sizes) {
+      FatTreeSpec s = three_tier(gpus / 8, 32, 16, 2);
+      topology::Fabric f = make_fat_tree(s);
+      Allocation a = whole_hosts(f, 8, gpus / 8);
+      Request r;
+      r.hosts = a.hosts;
+      r.tasks_per_host = a.tasks_per_host;
+      r.layout = parse_layout("tp=8,cp=2,ep=2,pp=8,dp=auto");
+      std::vector<const topology::NodeTopology*> nodes(r.hosts.size(), &node);
+      double t0 = now_s();
+      RankPlan p = plan(f, nodes, r);
+      double ms = (now_s() - t0) * 1e3;
+      scale_rows.push_back({gpus, ms, peak_rss_mib(), p.cost.seconds, p.block_cost.seconds,
+                            p.lower_bound});
+      std::printf("  %8d %8d %10.1f %10.4f %10.4f %10.4f %9.1f\n", gpus, gpus / 8, ms,
+                  p.cost.seconds, p.block_cost.seconds, p.lower_bound, peak_rss_mib());
+      std::fflush(stdout);
+    }
+    std::printf("\n");
+  }
+
+  // --- the suite --------------------------------------------------------------------------
+  std::vector<Family> families;
+  auto fam = [&](std::string n, FatTreeSpec s) { families.push_back({std::move(n), s}); };
+  fam("2tier-1:1", two_tier(128, 16, 1));
+  fam("2tier-2:1", two_tier(128, 16, 2));
+  fam("2tier-4:1", two_tier(128, 16, 4));
+  fam("3tier-1:1", three_tier(256, 8, 4, 1));
+  fam("3tier-2:1", three_tier(256, 8, 4, 2));
+  fam("3tier-4:1", three_tier(256, 8, 4, 4));
+  {
+    FatTreeSpec s = two_tier(128, 32, 2);
+    s.rail_optimized = true;
+    fam("rail-SU32-2:1", s);
+  }
+  {
+    FatTreeSpec s = two_tier(144, 18, 2);
+    s.gpus_per_host = 4;
+    s.ports_per_host = 4;
+    s.nvlink_domain_hosts = 18;
+    s.nvlink_gbps = 900;
+    fam("nvl72-2:1", s);
+  }
+  {
+    FatTreeSpec s = two_tier(128, 16, 4);
+    s.scramble_names = true;
+    fam("2tier-4:1-names", s);
+  }
+  {
+    FatTreeSpec s = three_tier(256, 8, 4, 2);
+    s.scramble_names = true;
+    fam("3tier-2:1-names", s);
+  }
+  if (quick) families = {families[1], families[5], families[6], families[7], families[8]};
+
+  const std::vector<std::pair<std::string, int>> layouts = {
+      {"tp=8,pp=4,dp=auto", 256},        {"tp=8,pp=2,dp=auto", 128},
+      {"tp=2,ep=8,pp=2,dp=auto", 256},   {"tp=8,cp=4,dp=auto", 256},
+      {"tp=4,cp=2,ep=2,pp=2,dp=auto", 256}};
+  std::vector<Row> rows;
+  std::printf("suite:\n  %-36s %-30s %5s %5s %9s %9s %9s %9s %9s %7s %7s %8s %8s\n", "instance",
+              "layout", "hosts", "GPUs", "block", "random", "scotch", "topo", "bound", "t/LB",
+              "t/blk", "map ms", "scot ms");
+  int seed = 1;
+  for (const auto& f : families) {
+    topology::Fabric fabric = make_fat_tree(f.spec);
+    auto node = make_node(f.spec.gpus_per_host, f.spec.ports_per_host, f.spec.nvlink_gbps,
+                          f.spec.port_gbps);
+    std::vector<std::pair<std::string, int>> lays = layouts;
+    if (quick) lays = {layouts[0], layouts[2]};
+    for (const auto& [lay, gpus0] : lays) {
+      int gpus = gpus0;
+      if (f.spec.gpus_per_host == 4) gpus = gpus0 / 2;
+      std::vector<std::pair<std::string, Allocation>> allocs;
+      allocs.emplace_back("whole", whole_hosts(fabric, f.spec.gpus_per_host, gpus / f.spec.gpus_per_host));
+      for (double busy : quick ? std::vector<double>{0.7} : std::vector<double>{0.5, 0.7, 0.9, 0.95}) {
+        try {
+          allocs.emplace_back("frag" + std::to_string(static_cast<int>(busy * 100)),
+                              fragmented_allocation(fabric, f.spec.gpus_per_host, busy, gpus, static_cast<std::uint64_t>(seed++)));
+        } catch (const std::exception&) {
+          // Too busy to hold this job: not an instance.
+        }
+      }
+      for (const auto& [kind, a] : allocs) {
+        std::string name = f.name + "/" + kind;
+        Row row;
+        try {
+          row = run(name, f, fabric, node, a, lay, kind != "whole", scotch);
+        } catch (const std::exception& e) {
+          std::printf("  %-36s %-30s skipped: %s\n", name.c_str(), lay.c_str(), e.what());
+          continue;
+        }
+        rows.push_back(row);
+        char sc[32] = "-", scm[32] = "-";
+        if (row.scotch >= 0) std::snprintf(sc, sizeof sc, "%.4f", row.scotch);
+        if (row.scotch_ms >= 0) std::snprintf(scm, sizeof scm, "%.1f", row.scotch_ms);
+        std::printf("  %-36s %-30s %5d %5d %9.4f %9.4f %9s %9.4f %9.4f %7.3f %7.3f %8.1f %8s\n",
+                    name.c_str(), lay.c_str(), row.hosts, row.gpus, row.block, row.random, sc,
+                    row.topo, row.lb, row.topo / row.lb, row.topo / row.block, row.topo_ms, scm);
+        std::fflush(stdout);
+      }
+    }
+  }
+
+  // --- summary and targets ------------------------------------------------------------------
+  std::vector<double> t_lb, frag_gain, all_gain;
+  int worse_than_block = 0, scotch_n = 0, scotch_ok = 0, scotch_slower = 0;
+  double scotch_ms = 0, topo_ms = 0;
+  for (const auto& r : rows) {
+    t_lb.push_back(r.topo / r.lb);
+    all_gain.push_back(1 - r.topo / r.block);
+    if (r.fragmented) frag_gain.push_back(1 - r.topo / r.block);
+    if (r.topo > r.block) ++worse_than_block;
+    if (r.scotch >= 0) {
+      ++scotch_n;
+      if (r.topo <= r.scotch * (1 + 1e-9)) ++scotch_ok;
+      scotch_ms += r.scotch_ms;
+      topo_ms += r.topo_ms;
+      if (r.scotch_ms >= r.topo_ms) ++scotch_slower;
+    }
+  }
+  std::printf("\nsummary over %zu instances:\n", rows.size());
+  std::printf("  median topo / lower bound        %.4f\n", median(t_lb));
+  std::printf("  median saving vs block (all)     %.1f%%\n", 100 * median(all_gain));
+  std::printf("  median saving vs block (frag)    %.1f%% over %zu fragmented instances\n",
+              100 * median(frag_gain), frag_gain.size());
+  std::printf("  instances where topo > block     %d\n", worse_than_block);
+  if (scotch_n) {
+    std::printf("  topo <= scotch                   %d of %d (%.1f%%)\n", scotch_ok, scotch_n,
+                100.0 * scotch_ok / scotch_n);
+    std::printf("  mapping time, total              topo %.1f ms, scotch %.1f ms (topo faster on %d of %d)\n",
+                topo_ms, scotch_ms, scotch_slower, scotch_n);
+  }
+  std::printf("\ntargets (issue 4):\n");
+  auto verdict = [](bool ok) { return ok ? "PASS" : "FAIL"; };
+  std::printf("  %s  topo <= 1.05 x lower bound (median): %.4f\n", verdict(median(t_lb) <= 1.05),
+              median(t_lb));
+  std::printf("  %s  topo never worse than block: %d instances worse\n",
+              verdict(worse_than_block == 0), worse_than_block);
+  std::printf("  %s  >= 25%% lower than block on the median fragmented instance: %.1f%%\n",
+              verdict(median(frag_gain) >= 0.25), 100 * median(frag_gain));
+  if (scotch_n) {
+    std::printf("  %s  at least as good as Scotch on >= 90%% of instances: %.1f%%\n",
+                verdict(scotch_ok >= 0.9 * scotch_n), 100.0 * scotch_ok / scotch_n);
+    std::printf("  %s  faster than Scotch: total %.1f ms vs %.1f ms\n",
+                verdict(topo_ms < scotch_ms), topo_ms, scotch_ms);
+  } else {
+    std::printf("  SKIP  Scotch comparison (libscotch-dev not found or --no-scotch)\n");
+  }
+  for (const auto& s : scale_rows) {
+    if (s.gpus == 131072) {
+      std::printf("  %s  131,072 GPUs mapped in <= 2 s with <= 1 GiB peak: %.0f ms, %.0f MiB\n",
+                  verdict(s.ms <= 2000 && s.rss <= 1024), s.ms, s.rss);
+    }
+  }
+  if (scale && quick) std::printf("  SKIP  131,072 GPUs (full mode only)\n");
+  return 0;
+}
