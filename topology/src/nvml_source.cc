@@ -294,15 +294,15 @@ LoadedNvml load_nvml_once() {
        "nvmlDeviceGetCount_v2");
   need(bind(lib, a.handle_by_index, {"nvmlDeviceGetHandleByIndex_v2"}),
        "nvmlDeviceGetHandleByIndex_v2");
-  need(bind(lib, a.pci_info, {"nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetPciInfo_v2"}),
-       "nvmlDeviceGetPciInfo_v3");
+  // No fallback to older PCI-info entry points: they fill a different struct layout (busId
+  // first, 16 bytes), which this seam's PciInfo does not describe.
+  need(bind(lib, a.pci_info, {"nvmlDeviceGetPciInfo_v3"}), "nvmlDeviceGetPciInfo_v3");
   need(bind(lib, a.name, {"nvmlDeviceGetName"}), "nvmlDeviceGetName");
   need(bind(lib, a.uuid, {"nvmlDeviceGetUUID"}), "nvmlDeviceGetUUID");
   need(bind(lib, a.cuda_compute_capability, {"nvmlDeviceGetCudaComputeCapability"}),
        "nvmlDeviceGetCudaComputeCapability");
   need(bind(lib, a.nvlink_state, {"nvmlDeviceGetNvLinkState"}), "nvmlDeviceGetNvLinkState");
-  need(bind(lib, a.nvlink_remote_pci_info,
-            {"nvmlDeviceGetNvLinkRemotePciInfo_v2", "nvmlDeviceGetNvLinkRemotePciInfo"}),
+  need(bind(lib, a.nvlink_remote_pci_info, {"nvmlDeviceGetNvLinkRemotePciInfo_v2"}),
        "nvmlDeviceGetNvLinkRemotePciInfo_v2");
   bind(lib, a.nvlink_remote_device_type, {"nvmlDeviceGetNvLinkRemoteDeviceType"});
   bind(lib, a.gpu_fabric_info_v, {"nvmlDeviceGetGpuFabricInfoV"});

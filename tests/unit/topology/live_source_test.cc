@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <iterator>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -289,6 +291,39 @@ TEST_F(DamagedTree, AbsoluteLinksResolveInsideTheRoot) {
   VertexId g = n.graph.find_busid("0000:1b:00.0");
   ASSERT_TRUE(g.valid()) << notes_of(n);
   EXPECT_EQ(n.graph.vertex(g).kind, VertexKind::kGpu);
+}
+
+// The checked-in tree is exactly what its script writes (names, file contents, link targets).
+TEST(SysfsFixture, ScriptRegeneratesTheCheckedInTree) {
+  fs::path out = fs::path(::testing::TempDir()) / "sysfs-regenerated";
+  fs::remove_all(out);
+  std::string cmd = "bash '" + test::fixture("sysfs/make-dgx-h100.sh") + "' '" + out.string() + "'";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  auto listing = [](const fs::path& root) {
+    std::map<std::string, std::string> m;
+    for (auto it = fs::recursive_directory_iterator(root); it != fs::recursive_directory_iterator();
+         ++it) {
+      std::string rel = fs::relative(it->path(), root).string();
+      if (it->is_symlink()) {
+        m[rel] = "-> " + fs::read_symlink(it->path()).string();
+      } else if (it->is_regular_file()) {
+        std::ifstream in(it->path());
+        m[rel] = std::string(std::istreambuf_iterator<char>(in), {});
+      } else {
+        m[rel] = "dir";
+      }
+    }
+    return m;
+  };
+  auto want = listing(dgx_root());
+  auto got = listing(out);
+  EXPECT_EQ(want.size(), got.size());
+  for (const auto& [rel, content] : want) {
+    auto it = got.find(rel);
+    ASSERT_NE(it, got.end()) << rel << " not regenerated";
+    EXPECT_EQ(it->second, content) << rel;
+  }
+  fs::remove_all(out);
 }
 
 TEST(LiveThisMachine, DiscoversAndSaysWhatIsMissing) {

@@ -68,6 +68,11 @@ struct GpuFabricInfoV2 {
 };
 inline constexpr unsigned kGpuFabricInfoV2Version =
     static_cast<unsigned>(sizeof(GpuFabricInfoV2)) | (2u << 24);
+
+// The driver's sizes (x86_64 and aarch64 alike): a mismatch would misread every field after it.
+static_assert(sizeof(PciInfo) == 68);
+static_assert(sizeof(GpuFabricInfo) == 28);
+static_assert(kGpuFabricInfoV2Version == 0x02000024);
 }  // namespace nvml
 
 // The NVML entry points discovery uses, with NVML's C signatures; the symbol each is loaded
