@@ -59,9 +59,7 @@ std::string plural(std::size_t n, const char* one, const char* many) {
   return std::to_string(n) + " " + (n == 1 ? one : many);
 }
 
-std::string nic_label(const topology::Vertex& v) {
-  return v.name.empty() ? v.busid : v.name;
-}
+std::string nic_label(const topology::Vertex& v) { return v.name.empty() ? v.busid : v.name; }
 
 std::string node_to_text(const topology::NodeTopology& node) {
   using namespace topology;
@@ -81,7 +79,8 @@ std::string node_to_text(const topology::NodeTopology& node) {
       std::string nic = "-", path = "-", bw = "-";
       if (!l.nearest_nics.empty()) {
         nic = nic_label(g.vertex(l.nearest_nics.front()));
-        if (l.nearest_nics.size() > 1) nic += " (+" + std::to_string(l.nearest_nics.size() - 1) + ")";
+        if (l.nearest_nics.size() > 1)
+          nic += " (+" + std::to_string(l.nearest_nics.size() - 1) + ")";
         path = std::string(to_string(l.path_to_nic));
         bw = fmt(l.bandwidth_to_nic);
       }
@@ -106,7 +105,7 @@ std::string node_to_text(const topology::NodeTopology& node) {
     for (VertexId id : nics) {
       for (const NetPort& p : g.vertex(id).nic.ports) rdma |= !p.link_layer.empty() && p.port >= 0;
     }
-    bool live = node.source.rfind("live", 0) == 0 || node.source.rfind("sysfs", 0) == 0;
+    bool live = node.source.find("live") != std::string::npos || node.source.rfind("sysfs", 0) == 0;
     out << plural(nics.size(), "NIC", "NICs") << " found"
         << (live && !rdma ? " (no RDMA devices)" : "") << "\n";
     std::vector<std::vector<std::string>> rows = {
@@ -132,7 +131,8 @@ std::string node_to_text(const topology::NodeTopology& node) {
   std::vector<VertexId> cpus = node.cpus();
   out << plural(cpus.size(), "CPU/NUMA domain", "CPU/NUMA domains") << "\n";
   if (!cpus.empty()) {
-    std::vector<std::vector<std::string>> rows = {{"CPU", "NUMA", "PUS", "ARCH", "VENDOR", "FAM/MODEL"}};
+    std::vector<std::vector<std::string>> rows = {
+        {"CPU", "NUMA", "PUS", "ARCH", "VENDOR", "FAM/MODEL"}};
     for (VertexId id : cpus) {
       const Vertex& v = g.vertex(id);
       rows.push_back({v.name, num_or_dash(v.numa), ranges(v.cpu.pus), or_dash(v.cpu.arch),
@@ -162,16 +162,16 @@ void add_discover(CLI::App& app, Common&) {
       "Without -i, discovers this machine (hwloc, NVML and RDMA where present).\n"
       "-i takes hwloc XML (lstopo --of xml) or NCCL topology XML; the format is detected.\n"
       "Exit codes: 0 ok, 1 bad input, 2 usage.");
-  auto* in = sub->add_option("-i,--input", opt->input, "Read the node from FILE (hwloc or NCCL XML)")
-                 ->type_name("FILE");
+  auto* in =
+      sub->add_option("-i,--input", opt->input, "Read the node from FILE (hwloc or NCCL XML)")
+          ->type_name("FILE");
   sub->add_option("--fsroot", opt->fsroot, "Discover from a sysfs tree rooted at DIR (tests)")
       ->type_name("DIR")
       ->excludes(in);
   sub->add_option("--of", opt->format, "Output format")
       ->check(CLI::IsMember({"text", "json", "nccl-xml", "dot"}))
       ->capture_default_str();
-  sub->add_option("-o,--output", opt->output, "Write to FILE instead of stdout")
-      ->type_name("FILE");
+  sub->add_option("-o,--output", opt->output, "Write to FILE instead of stdout")->type_name("FILE");
   sub->callback([opt] {
     topology::NodeTopology node = load_node(opt->input, opt->fsroot);
     std::string text;

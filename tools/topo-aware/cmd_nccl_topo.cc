@@ -14,14 +14,16 @@ void add_nccl_topo(CLI::App& app, Common&) {
     std::string input, fsroot, output;
   };
   auto opt = std::make_shared<Options>();
-  auto* sub = app.add_subcommand("nccl-topo", "Write NCCL topology XML (NCCL_TOPO_FILE) for a node");
+  auto* sub =
+      app.add_subcommand("nccl-topo", "Write NCCL topology XML (NCCL_TOPO_FILE) for a node");
   sub->footer(
       "Without -i, describes this machine. -i takes hwloc XML or NCCL topology XML.\n"
       "The output has no prolog, one tag per line, lowercase bus ids and at most 256 elements;\n"
       "a node that would need more is refused (exit 1) rather than written for NCCL to abort on.\n"
       "Exit codes: 0 ok, 1 bad input, 2 usage.");
-  auto* in = sub->add_option("-i,--input", opt->input, "Read the node from FILE (hwloc or NCCL XML)")
-                 ->type_name("FILE");
+  auto* in =
+      sub->add_option("-i,--input", opt->input, "Read the node from FILE (hwloc or NCCL XML)")
+          ->type_name("FILE");
   sub->add_option("--fsroot", opt->fsroot, "Discover from a sysfs tree rooted at DIR (tests)")
       ->type_name("DIR")
       ->excludes(in);

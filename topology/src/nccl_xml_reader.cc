@@ -45,9 +45,7 @@ std::string read_file(const std::string& path, std::size_t max_bytes) {
 namespace {
 
 bool is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
-bool is_name_start(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-}
+bool is_name_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 bool is_name_char(char c) {
   return is_name_start(c) || (c >= '0' && c <= '9') || c == '-' || c == '.' || c == ':';
 }
@@ -228,8 +226,8 @@ class Parser {
 
 Element parse(std::string_view text, const std::string& path, const Limits& limits) {
   if (text.size() > limits.max_bytes) {
-    throw Error(ErrorCode::kLimit, path, "document larger than " +
-                                             std::to_string(limits.max_bytes) + " bytes");
+    throw Error(ErrorCode::kLimit, path,
+                "document larger than " + std::to_string(limits.max_bytes) + " bytes");
   }
   return Parser(text, path, limits).document();
 }

@@ -28,8 +28,8 @@ struct Element {
 };
 
 struct Limits {
-  std::size_t max_bytes = 16u << 20;   // far above any real topology file (largest ~30 KB)
-  std::size_t max_depth = 32;          // NCCL trees are at most ~8 deep
+  std::size_t max_bytes = 16u << 20;  // far above any real topology file (largest ~30 KB)
+  std::size_t max_depth = 32;         // NCCL trees are at most ~8 deep
   std::size_t max_elements = 100000;
   std::size_t max_attrs = 64;
   std::size_t max_value = 4096;

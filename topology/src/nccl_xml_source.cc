@@ -151,8 +151,8 @@ class Loader {
     v.kind = VertexKind::kCpu;
     v.numa = static_cast<int>(integer(e, "numaid", -1));
     if (v.numa < -1) bad(e, "<cpu numaid> must be -1 or a NUMA node number");
-    v.name = v.numa >= 0 ? "NUMA" + std::to_string(v.numa)
-                         : "CPU" + std::to_string(node_.cpus().size());
+    v.name =
+        v.numa >= 0 ? "NUMA" + std::to_string(v.numa) : "CPU" + std::to_string(node_.cpus().size());
     v.cpu.affinity = lower(text(e, "affinity"));
     if (!v.cpu.affinity.empty()) v.cpu.pus = cpumap_pus(e, v.cpu.affinity);
     v.cpu.arch = text(e, "arch");
@@ -187,8 +187,8 @@ class Loader {
     if (busid.empty()) bad(e, "<pci busid=\"" + *raw + "\"> is not a PCI bus id (dddd:bb:dd.f)");
     auto [it, fresh] = busid_line_.emplace(busid, e.line);
     if (!fresh) {
-      bad(e, "<pci busid=\"" + *raw + "\"> repeats the bus id of line " +
-                 std::to_string(it->second));
+      bad(e,
+          "<pci busid=\"" + *raw + "\"> repeats the bus id of line " + std::to_string(it->second));
     }
     Vertex v;
     v.busid = busid;
@@ -217,8 +217,11 @@ class Loader {
       v.kind = VertexKind::kNic;
     } else if (class_is(cls, "0x0604")) {
       v.kind = VertexKind::kPciSwitch;
-    } else if (class_is(cls, "0x03")) {
-      v.kind = VertexKind::kGpu;  // a GPU leaf without <gpu>: Azure NDv2, AWS p4d
+    } else if (class_is(cls, "0x03") &&
+               (v.pci.vendor.empty() || v.pci.vendor == "0x10de" || v.pci.vendor == "0x1002")) {
+      // A GPU leaf without <gpu>: Azure NDv2, AWS p4d. The display controller of a BMC
+      // (Matrox, ASPEED) shares the class but is no GPU, so a known other vendor rules it out.
+      v.kind = VertexKind::kGpu;
     } else if (class_is(cls, "0x02")) {
       v.kind = VertexKind::kNic;  // an HCA/EFA leaf without <nic>: NCCL's plugin names it
     } else if (has_pci_children) {
@@ -328,8 +331,8 @@ class Loader {
         }
         long count = integer(c, "count", 0);
         if (count <= 0 || count > 1024) bad(c, "<nvlink count> must be between 1 and 1024");
-        nvlinks_.push_back({gpu, text(c, "target"), static_cast<int>(count),
-                            lower(text(c, "tclass")), c.line});
+        nvlinks_.push_back(
+            {gpu, text(c, "target"), static_cast<int>(count), lower(text(c, "tclass")), c.line});
       } else if (c.name == "c2c") {
         double bw = number(c, "bw", -1);
         long count = integer(c, "count", -1);

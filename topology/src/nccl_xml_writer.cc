@@ -14,8 +14,12 @@
 // - gpu is written when anything about it is known (dev, sm, gdr, NVLink, C2C); otherwise the
 //   PCI class alone identifies it, as in Azure's and AWS's own files.
 // - values NCCL overwrites on every run (host_hash, rank, net dev) are never written.
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <set>
 #include <string>
 
 #include "topoaware/topology/error.h"
@@ -40,6 +44,19 @@ std::string cpumap_from_pus(const std::vector<std::uint32_t>& pus) {
     out += buf;
   }
   return out;
+}
+
+// GUIDs as NCCL reads them (hex), without the zero padding ibstat and hwloc print.
+std::string hex_guid(const std::string& guid) {
+  std::string digits = guid;
+  if (digits.rfind("0x", 0) == 0 || digits.rfind("0X", 0) == 0) digits = digits.substr(2);
+  digits.erase(std::remove(digits.begin(), digits.end(), ':'), digits.end());
+  bool ok = !digits.empty() && digits.size() <= 16;
+  for (char c : digits) ok = ok && std::isxdigit(static_cast<unsigned char>(c));
+  if (!ok) throw Error(ErrorCode::kBadInput, "guid", "\"" + guid + "\" is not a hex GUID");
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%llx", std::strtoull(digits.c_str(), nullptr, 16));
+  return buf;
 }
 
 class Writer {
@@ -157,6 +174,11 @@ class Writer {
       return;
     }
     placed_.push_back(id);
+    if (!busids_.insert(v.busid).second) {
+      throw Error(ErrorCode::kBadInput, v.busid,
+                  "two PCI functions share this bus id; NCCL keys devices by bus id, so the "
+                  "file would be ambiguous");
+    }
     Tag t("pci");
     t.add("busid", v.busid);
     std::string cls = v.pci.pci_class;
@@ -268,7 +290,7 @@ class Writer {
       if (p.speed_mbps > 0) t.add("speed", std::llround(p.speed_mbps));
       if (p.port >= 0) t.add("port", static_cast<long>(p.port));
       if (p.latency >= 0) t.add("latency", static_cast<long>(p.latency));
-      if (!p.guid.empty()) t.add("guid", p.guid);
+      if (!p.guid.empty()) t.add("guid", hex_guid(p.guid));
       if (p.maxconn >= 0) t.add("maxconn", static_cast<long>(p.maxconn));
       if (p.gdr >= 0) t.add("gdr", static_cast<long>(p.gdr));
       leaf(t, depth + 1);
@@ -293,6 +315,7 @@ class Writer {
   std::string out_;
   std::size_t elements_ = 0;
   std::vector<VertexId> placed_;
+  std::set<std::string> busids_;
 };
 
 }  // namespace

@@ -58,12 +58,18 @@ std::string label(const Vertex& v) {
 
 const char* shape(VertexKind k) {
   switch (k) {
-    case VertexKind::kCpu: return "box3d";
-    case VertexKind::kGpu: return "box";
-    case VertexKind::kNic: return "component";
-    case VertexKind::kNvSwitch: return "doubleoctagon";
-    case VertexKind::kPciSwitch: return "diamond";
-    default: return "ellipse";
+    case VertexKind::kCpu:
+      return "box3d";
+    case VertexKind::kGpu:
+      return "box";
+    case VertexKind::kNic:
+      return "component";
+    case VertexKind::kNvSwitch:
+      return "doubleoctagon";
+    case VertexKind::kPciSwitch:
+      return "diamond";
+    default:
+      return "ellipse";
   }
 }
 
@@ -71,14 +77,14 @@ const char* shape(VertexKind k) {
 
 std::string node_to_dot(const NodeTopology& node) {
   const Graph& g = node.graph;
-  std::string out = "graph node {\n";
+  std::string out = "graph node_topology {\n";  // "node" is a DOT keyword
   out += "  label=" + quote(node.hostname.empty() ? node.source : node.hostname) + ";\n";
   out += "  node [fontname=\"Helvetica\", fontsize=10];\n";
   out += "  edge [fontname=\"Helvetica\", fontsize=8];\n";
   auto vertex_line = [&](std::uint32_t i, const char* indent) {
     const Vertex& v = g.vertex(VertexId(i));
-    std::string s = std::string(indent) + "v" + std::to_string(i) + " [label=" +
-                    quote(label(v)) + ", shape=" + shape(v.kind);
+    std::string s = std::string(indent) + "v" + std::to_string(i) + " [label=" + quote(label(v)) +
+                    ", shape=" + shape(v.kind);
     if (v.kind == VertexKind::kGpu) s += ", style=filled, fillcolor=\"#c8e6c9\"";
     if (v.kind == VertexKind::kNic) s += ", style=filled, fillcolor=\"#bbdefb\"";
     return s + "];\n";
@@ -107,15 +113,15 @@ std::string node_to_dot(const NodeTopology& node) {
   }
   for (const Link& k : g.links()) {
     std::string attrs = "label=" + quote(std::string(to_string(k.kind)) +
-                                         (k.count > 1 ? " x" + std::to_string(k.count) : "") +
-                                         " " + gbps(k.bandwidth) + " GB/s");
+                                         (k.count > 1 ? " x" + std::to_string(k.count) : "") + " " +
+                                         gbps(k.bandwidth) + " GB/s");
     if (k.kind == LinkKind::kNvLink || k.kind == LinkKind::kC2C) {
       attrs += ", penwidth=2.5, color=\"#2e7d32\"";
     } else if (k.kind == LinkKind::kSmp) {
       attrs += ", style=dashed";
     }
-    out += "  v" + std::to_string(k.a.value) + " -- v" + std::to_string(k.b.value) + " [" +
-           attrs + "];\n";
+    out += "  v" + std::to_string(k.a.value) + " -- v" + std::to_string(k.b.value) + " [" + attrs +
+           "];\n";
   }
   out += "}\n";
   return out;

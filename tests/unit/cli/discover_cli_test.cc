@@ -30,8 +30,7 @@ std::string slurp(const std::string& path) {
 }
 
 std::string scratch(const std::string& name) {
-  return (fs::temp_directory_path() /
-          ("topoaware-cli-" + std::to_string(::getpid()) + "-" + name))
+  return (fs::temp_directory_path() / ("topoaware-cli-" + std::to_string(::getpid()) + "-" + name))
       .string();
 }
 
@@ -164,7 +163,7 @@ TEST(DiscoverCli, ThisMachineSaysWhatItHasAndHasNot) {
   CliRun j = cli("discover --of json");
   ASSERT_EQ(j.rc, 0) << j.err;
   nlohmann::json doc = nlohmann::json::parse(j.out);
-  EXPECT_EQ(doc["source"], "live");
+  EXPECT_NE(doc["source"].get<std::string>().find("live"), std::string::npos) << doc["source"];
   if (doc["gpus"].empty()) {
     EXPECT_NE(r.out.find("0 GPUs found"), std::string::npos) << r.out;
   } else {

@@ -99,12 +99,9 @@ class NcclXmlLint {
 
   static bool allowed_child(const std::string& parent, const std::string& child) {
     static const std::map<std::string, std::set<std::string>> table = {
-        {"", {"system"}},
-        {"system", {"cpu"}},
-        {"cpu", {"pci", "nic"}},
-        {"pci", {"pci", "gpu", "nic", "pcilink"}},
-        {"gpu", {"nvlink", "c2c"}},
-        {"nic", {"net"}},
+        {"", {"system"}},           {"system", {"cpu"}},
+        {"cpu", {"pci", "nic"}},    {"pci", {"pci", "gpu", "nic", "pcilink"}},
+        {"gpu", {"nvlink", "c2c"}}, {"nic", {"net"}},
     };
     auto it = table.find(parent);
     return it != table.end() && it->second.count(child) != 0;
@@ -119,17 +116,17 @@ class NcclXmlLint {
     return std::regex_match(v, re);
   }
 
-  void check_attrs(const std::string& name, const std::vector<std::pair<std::string, std::string>>& a,
+  void check_attrs(const std::string& name,
+                   const std::vector<std::pair<std::string, std::string>>& a,
                    const std::string& parent_tclass_hint) {
     (void)parent_tclass_hint;
     std::map<std::string, std::string> m(a.begin(), a.end());
     auto has = [&](const char* k) { return m.count(k) != 0; };
-    static const std::set<std::string> ints = {"numaid", "familyid", "modelid", "link_width",
-                                               "dev",    "sm",       "gdr",     "count",
-                                               "port",   "maxconn",  "latency", "speed",
-                                               "bw",     "rank"};
-    static const std::set<std::string> hexes = {"class", "vendor", "device", "subsystem_vendor",
-                                                "subsystem_device", "tclass", "guid"};
+    static const std::set<std::string> ints = {
+        "numaid", "familyid", "modelid", "link_width", "dev",   "sm", "gdr",
+        "count",  "port",     "maxconn", "latency",    "speed", "bw", "rank"};
+    static const std::set<std::string> hexes = {
+        "class", "vendor", "device", "subsystem_vendor", "subsystem_device", "tclass", "guid"};
     std::string id = name;
     if (has("busid")) id += " " + m["busid"];
     if (has("numaid")) id += " " + m["numaid"];
@@ -144,8 +141,10 @@ class NcclXmlLint {
     }
     static const std::regex busid_re("[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\\.[0-7]");
     if (name == "system") {
-      if (!has("version")) error("system version", "no version (NCCL: error)");
-      else if (m["version"] != "1") error("system version", "version must be 1");
+      if (!has("version"))
+        error("system version", "no version (NCCL: error)");
+      else if (m["version"] != "1")
+        error("system version", "version must be 1");
     } else if (name == "cpu") {
       if (!has("numaid")) error(id + " numaid", "cpu without numaid (required)");
       for (const char* k : {"affinity", "arch"}) {
@@ -154,7 +153,8 @@ class NcclXmlLint {
       if (has("arch") && m["arch"] == "x86_64" && !has("vendor")) {
         incomplete(id + " vendor", "x86 cpu without vendor");
       }
-      if ((!has("vendor") || m["vendor"] == "GenuineIntel") && (!has("familyid") || !has("modelid"))) {
+      if ((!has("vendor") || m["vendor"] == "GenuineIntel") &&
+          (!has("familyid") || !has("modelid"))) {
         incomplete(id + " familyid", "Intel (or unknown) cpu without familyid/modelid");
       }
       if (has("arch") && m["arch"] != "x86_64" && m["arch"] != "arm64" && m["arch"] != "ppc64") {
@@ -196,7 +196,8 @@ class NcclXmlLint {
     long start_line = line_;
     adv();  // '<'
     std::string name;
-    while (pos_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_')) {
+    while (pos_ < s_.size() &&
+           (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_')) {
       name += s_[pos_];
       adv();
     }
@@ -239,7 +240,8 @@ class NcclXmlLint {
       adv();
       if (pos_ < s_.size() && s_[pos_] == ' ') error("double-space " + name, "two spaces in a tag");
       std::string key;
-      while (pos_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_')) {
+      while (pos_ < s_.size() &&
+             (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_')) {
         key += s_[pos_];
         adv();
       }

@@ -33,8 +33,8 @@ class TempFile {
  public:
   explicit TempFile(const std::string& content, const std::string& suffix = ".xml") {
     static int n = 0;
-    path_ = (fs::temp_directory_path() /
-             ("topoaware-ncclxml-" + std::to_string(::getpid()) + "-" + std::to_string(n++) + suffix))
+    path_ = (fs::temp_directory_path() / ("topoaware-ncclxml-" + std::to_string(::getpid()) + "-" +
+                                          std::to_string(n++) + suffix))
                 .string();
     std::ofstream(path_, std::ios::binary) << content;
   }
@@ -238,7 +238,8 @@ TEST(NcclXmlSource, ModalB200NvswitchTargetsMergeIntoOneNvsPerGpu) {
 }
 
 TEST(NcclXmlSource, SugarlxnVirtualNicsRepeatedUnderEachCpu) {
-  NodeTopology n = load_nccl_xml(nccl_fixture("sugarlxn-4xRTX4090-epyc-8numa-virtualnics-topo.xml"));
+  NodeTopology n =
+      load_nccl_xml(nccl_fixture("sugarlxn-4xRTX4090-epyc-8numa-virtualnics-topo.xml"));
   EXPECT_EQ(n.gpus().size(), 4u);
   std::size_t virtual_nics = 0, physical = 0;
   for (VertexId nic : n.nics()) {
@@ -271,7 +272,8 @@ TEST(NcclXmlSource, PanlichenRtx3090VgaClassGpusAndFdrHca) {
 }
 
 TEST(NcclXmlSource, CuiboyuanV100HybridCubeMeshWithUnknownNuma) {
-  TOPOAWARE_SHARED_OR_SKIP(path, "nccl-topo/cuiboyuan-8xV100-sxm2-hybridcubemesh-vm-numa-1-topo.xml");
+  TOPOAWARE_SHARED_OR_SKIP(path,
+                           "nccl-topo/cuiboyuan-8xV100-sxm2-hybridcubemesh-vm-numa-1-topo.xml");
   NodeTopology n = load_nccl_xml(path);
   EXPECT_EQ(n.gpus().size(), 8u);
   std::size_t gpu_pairs = 0;
