@@ -10,6 +10,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 
 #include "test_support.h"
 #include "topology/nccl_xml_lint.h"
@@ -217,6 +218,39 @@ TEST(DiscoverCli, NcclTopoWritesTheFileItIsAskedFor) {
   EXPECT_TRUE(test::NcclXmlLint::errors(lint.check(xml)).empty());
   EXPECT_TRUE(test::NcclXmlLint::incomplete_keys(lint.check(xml)).empty())
       << "NDv4's file is complete, so ours is too";
+  fs::remove(out);
+}
+
+}  // namespace
+}  // namespace topoaware
+
+namespace topoaware {
+namespace {
+
+// The fake DGX H100 sysfs tree (tests/fixtures/sysfs, built by the live-discovery owner): each
+// GPU's nearest HCA is the one under its own PCIe switch, and the NCCL XML for it is clean.
+TEST(DiscoverCli, FsrootDgxH100) {
+  if (!fs::exists(std::string(TOPOAWARE_TEST_FIXTURES) + "/sysfs/dgx-h100/sys")) {
+    GTEST_SKIP() << "tests/fixtures/sysfs/dgx-h100 absent";
+  }
+  CliRun r = cli("discover --of json --fsroot sysfs/dgx-h100");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["gpus"].size(), 8u);
+  std::set<std::string> nics;
+  for (const auto& g : j["gpus"]) {
+    EXPECT_EQ(g["path_to_nic"], "PIX") << g["busid"];
+    EXPECT_EQ(g["nic"].get<std::string>().rfind("mlx5_", 0), 0u);
+    nics.insert(g["nic"].get<std::string>());
+  }
+  EXPECT_EQ(nics.size(), 8u) << "one HCA per GPU";
+  std::string out = scratch("dgx.xml");
+  CliRun n = cli("nccl-topo --fsroot sysfs/dgx-h100 -o " + out);
+  ASSERT_EQ(n.rc, 0) << n.err;
+  test::NcclXmlLint lint;
+  for (const auto& e : test::NcclXmlLint::errors(lint.check(slurp(out)))) {
+    ADD_FAILURE() << "line " << e.line << ": " << e.message;
+  }
   fs::remove(out);
 }
 
