@@ -77,8 +77,8 @@ class NvmlScan {
       note("nvmlDeviceGetCount failed: " + error_text(api_, r));
     } else {
       if (count > kMaxGpus) {
-        note("NVML reports " + std::to_string(count) + " GPUs; only " +
-             std::to_string(kMaxGpus) + " read");
+        note("NVML reports " + std::to_string(count) + " GPUs; only " + std::to_string(kMaxGpus) +
+             " read");
         count = kMaxGpus;
       }
       for (unsigned i = 0; i < count; ++i) read_gpu(i);
@@ -123,8 +123,8 @@ class NvmlScan {
     Vertex& x = node_.graph.vertex(v);
     if (x.kind == VertexKind::kPciDevice) x.kind = VertexKind::kGpu;
     if (x.kind != VertexKind::kGpu) {
-      note("GPU " + std::to_string(i) + " (" + busid + ") is a " +
-           std::string(to_string(x.kind)) + " in the model; skipped");
+      note("GPU " + std::to_string(i) + " (" + busid + ") is a " + std::string(to_string(x.kind)) +
+           " in the model; skipped");
       return;
     }
     // Our own placeholder names follow NVML's index; a source's own names (hwloc's) stay.

@@ -354,15 +354,15 @@ const VerbsApi* load_verbs(std::string* why) {
 double ib_rate_gbps(int active_speed, int active_width) {
   double lane = -1;
   switch (active_speed) {
-    case 1: lane = 2.5; break;     // SDR
-    case 2: lane = 5; break;       // DDR
-    case 4: lane = 10; break;      // QDR
-    case 8: lane = 10; break;      // FDR10
-    case 16: lane = 14; break;     // FDR
-    case 32: lane = 25; break;     // EDR
-    case 64: lane = 50; break;     // HDR
-    case 128: lane = 100; break;   // NDR
-    case 256: lane = 200; break;   // XDR
+    case 1: lane = 2.5; break;    // SDR
+    case 2: lane = 5; break;      // DDR
+    case 4:                       // QDR
+    case 8: lane = 10; break;     // FDR10 (10.3125 signalling, 64b/66b: NCCL counts 10)
+    case 16: lane = 14; break;    // FDR
+    case 32: lane = 25; break;    // EDR
+    case 64: lane = 50; break;    // HDR
+    case 128: lane = 100; break;  // NDR
+    case 256: lane = 200; break;  // XDR
     default: return -1;
   }
   int lanes = ib_width_lanes(active_width);

@@ -10,10 +10,11 @@
 namespace topoaware::topology::sysfs {
 namespace {
 
-constexpr std::size_t kMaxFileBytes = 64 * 1024;   // sysfs attributes are one page at most
-constexpr std::size_t kMaxDirEntries = 1 << 16;    // more PCI functions than any real node
-constexpr int kMaxLinkHops = 40;                   // the kernel's own symlink limit
-constexpr std::uint32_t kMaxCpuIndex = 1u << 20;   // far above any real PU count
+constexpr std::size_t kMaxFileBytes =
+    std::size_t{64} * 1024;                       // sysfs attributes are one page at most
+constexpr std::size_t kMaxDirEntries = 1 << 16;   // more PCI functions than any real node
+constexpr int kMaxLinkHops = 40;                  // the kernel's own symlink limit
+constexpr std::uint32_t kMaxCpuIndex = 1u << 20;  // far above any real PU count
 constexpr std::size_t kMaxCpus = 1u << 17;
 
 std::string_view trim(std::string_view s) {
@@ -142,9 +143,9 @@ std::string pcie_speed(std::string_view v) {
   std::string num(v.substr(0, sp));
   // Only the rates PCIe defines; anything else is not a speed we can vouch for.
   static constexpr std::pair<const char*, const char*> kRates[] = {
-      {"2.5", "2.5"}, {"5", "5.0"},   {"5.0", "5.0"},   {"8", "8.0"},   {"8.0", "8.0"},
-      {"16", "16.0"}, {"16.0", "16.0"}, {"32", "32.0"}, {"32.0", "32.0"}, {"64", "64.0"},
-      {"64.0", "64.0"}};
+      {"2.5", "2.5"},   {"5", "5.0"},   {"5.0", "5.0"},   {"8", "8.0"},
+      {"8.0", "8.0"},   {"16", "16.0"}, {"16.0", "16.0"}, {"32", "32.0"},
+      {"32.0", "32.0"}, {"64", "64.0"}, {"64.0", "64.0"}};
   for (const auto& [in, out] : kRates) {
     if (num == in) return std::string(out) + " GT/s PCIe";
   }

@@ -226,9 +226,11 @@ class SysfsBuilder {
     f.info.device = read_hex_id(dir / "device");
     f.info.subsystem_vendor = read_hex_id(dir / "subsystem_vendor");
     f.info.subsystem_device = read_hex_id(dir / "subsystem_device");
-    if (auto s = sysfs::read_line(dir / "current_link_speed")) f.info.link_speed = sysfs::pcie_speed(*s);
+    if (auto s = sysfs::read_line(dir / "current_link_speed"))
+      f.info.link_speed = sysfs::pcie_speed(*s);
     if (auto w = sysfs::read_line(dir / "current_link_width")) {
-      if (auto n = sysfs::parse_long(*w); n && *n > 0 && *n <= 32) f.info.link_width = static_cast<int>(*n);
+      if (auto n = sysfs::parse_long(*w); n && *n > 0 && *n <= 32)
+        f.info.link_width = static_cast<int>(*n);
     }
     if (auto n = sysfs::read_line(dir / "numa_node")) {
       auto v = sysfs::parse_long(*n);

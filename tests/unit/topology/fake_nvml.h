@@ -130,8 +130,8 @@ class FakeNvml {
       for (int l = 0; l < 18; ++l) {
         // Four NVSwitch chips behind lanes 0-4, 5-8, 9-13, 14-17 (5/4/5/4 as on the board).
         int chip = l < 5 ? 0 : l < 9 ? 1 : l < 14 ? 2 : 3;
-        g.links.push_back({"00000000:06:0" + std::to_string(chip) + ".0",
-                           topology::nvml::kNvLinkDeviceSwitch});
+        g.links.push_back(
+            {"00000000:06:0" + std::to_string(chip) + ".0", topology::nvml::kNvLinkDeviceSwitch});
       }
       f.gpus.push_back(std::move(g));
     }

@@ -4,9 +4,9 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <iterator>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <string>
 
@@ -53,8 +53,9 @@ const Vertex& by_name(const NodeTopology& n, VertexKind k, std::string_view name
 class DamagedTree : public ::testing::Test {
  protected:
   void SetUp() override {
-    root_ = fs::path(::testing::TempDir()) /
-            ("sysfs-" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    root_ =
+        fs::path(::testing::TempDir()) /
+        ("sysfs-" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
     fs::remove_all(root_);
     fs::copy(dgx_root(), root_, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
   }
@@ -272,7 +273,8 @@ TEST_F(DamagedTree, DanglingLinkAndGarbageClassSkipOneDeviceEach) {
 TEST_F(DamagedTree, MalformedCpulistAndLoopingLinksDegradeWithNotes) {
   write("sys/devices/system/node/node1/cpulist", "56-abc\n");
   fs::create_symlink("loop", root_ / "sys/class/infiniband/loop");
-  fs::create_symlink("../../../devices/../../../../../../etc", root_ / "sys/bus/pci/devices/0000:77:00.0");
+  fs::create_symlink("../../../devices/../../../../../../etc",
+                     root_ / "sys/bus/pci/devices/0000:77:00.0");
   NodeTopology n = discover_live(fake_root(root_.string()));
   EXPECT_TRUE(has_note(n, "cpulist: missing or malformed")) << notes_of(n);
   EXPECT_TRUE(has_note(n, "loop: dangling")) << notes_of(n);

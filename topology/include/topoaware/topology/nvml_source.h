@@ -78,11 +78,11 @@ static_assert(kGpuFabricInfoV2Version == 0x02000024);
 // The NVML entry points discovery uses, with NVML's C signatures; the symbol each is loaded
 // from is named beside it. Optional entries may be null.
 struct NvmlApi {
-  nvml::Return (*init)() = nullptr;                                          // nvmlInit_v2
-  nvml::Return (*shutdown)() = nullptr;                                      // nvmlShutdown
-  nvml::Return (*device_count)(unsigned* count) = nullptr;                   // nvmlDeviceGetCount_v2
+  nvml::Return (*init)() = nullptr;                         // nvmlInit_v2
+  nvml::Return (*shutdown)() = nullptr;                     // nvmlShutdown
+  nvml::Return (*device_count)(unsigned* count) = nullptr;  // nvmlDeviceGetCount_v2
   nvml::Return (*handle_by_index)(unsigned index, nvml::Device* device) = nullptr;  // ..._v2
-  nvml::Return (*pci_info)(nvml::Device, nvml::PciInfo*) = nullptr;        // nvmlDeviceGetPciInfo_v3
+  nvml::Return (*pci_info)(nvml::Device, nvml::PciInfo*) = nullptr;  // nvmlDeviceGetPciInfo_v3
   nvml::Return (*name)(nvml::Device, char* name, unsigned length) = nullptr;  // nvmlDeviceGetName
   nvml::Return (*uuid)(nvml::Device, char* uuid, unsigned length) = nullptr;  // nvmlDeviceGetUUID
   nvml::Return (*cuda_compute_capability)(nvml::Device, int* major, int* minor) = nullptr;
