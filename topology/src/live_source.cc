@@ -5,6 +5,7 @@
 // netdevs). A fake root always goes through the sysfs builder (hwloc here reads only the real
 // /sys) and only the fakes handed in are used: a test's tree must never be mixed with this
 // machine's devices, so a null seam there means "none".
+#include <filesystem>
 #include <string>
 
 #include "topoaware/topology/error.h"
@@ -18,7 +19,7 @@ namespace topoaware::topology {
 
 NodeTopology discover_live(const LiveOptions& options) {
   const std::string root = options.fsroot.empty() ? "/" : options.fsroot;
-  const bool real_root = root == "/";
+  const bool real_root = std::filesystem::path(root).lexically_normal() == "/";
   NodeTopology node;
   if (real_root && options.use_hwloc) {
     try {

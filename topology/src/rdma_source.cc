@@ -215,11 +215,13 @@ class RdmaScan {
   }
 
   void apply() {
+    // SR-IOV virtual functions a source left out can number in the hundreds: one note for all.
+    std::vector<std::string> unplaced;
     for (auto& [name, d] : devices_) {
       if (d.busid.empty()) continue;
       VertexId v = node_.graph.find_busid(d.busid);
       if (!v.valid()) {
-        note(name + " (" + d.busid + "): PCI function not in the node model; skipped");
+        unplaced.push_back(name + " (" + d.busid + ")");
         continue;
       }
       Vertex& x = node_.graph.vertex(v);
@@ -248,6 +250,15 @@ class RdmaScan {
         p.netdev = f.netdev;
         ports.push_back(std::move(p));
       }
+    }
+    if (!unplaced.empty()) {
+      std::string list;
+      for (std::size_t k = 0; k < unplaced.size() && k < 8; ++k) {
+        list += (k ? ", " : "") + unplaced[k];
+      }
+      if (unplaced.size() > 8) list += ", ...";
+      note(std::to_string(unplaced.size()) + " RDMA device(s) whose PCI function is not in the " +
+           "node model, skipped: " + list);
     }
   }
 

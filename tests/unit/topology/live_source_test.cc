@@ -283,6 +283,24 @@ TEST_F(DamagedTree, MalformedCpulistAndLoopingLinksDegradeWithNotes) {
   EXPECT_EQ(n.gpus().size(), 8u);
 }
 
+TEST_F(DamagedTree, RdmaDeviceOnAFunctionOutsideTheModelIsOneNote) {
+  // An RDMA device on a PCI function the builder does not keep (a storage controller here).
+  fs::path fn = root_ / "sys/devices/pci0000:00/0000:00:1d.0/0000:02:00.0";
+  fs::create_directories(fn / "infiniband/odd0");
+  std::ofstream(fn / "class") << "0x010802\n";
+  fs::create_symlink("../../../devices/pci0000:00/0000:00:1d.0/0000:02:00.0",
+                     root_ / "sys/bus/pci/devices/0000:02:00.0");
+  fs::create_symlink("../../../0000:02:00.0", fn / "infiniband/odd0/device");
+  fs::create_symlink("../../devices/pci0000:00/0000:00:1d.0/0000:02:00.0/infiniband/odd0",
+                     root_ / "sys/class/infiniband/odd0");
+  NodeTopology n = discover_live(fake_root(root_.string()));
+  EXPECT_TRUE(has_note(n,
+                       "1 RDMA device(s) whose PCI function is not in the node model, "
+                       "skipped: odd0 (0000:02:00.0)"))
+      << notes_of(n);
+  EXPECT_EQ(n.nics().size(), 11u);
+}
+
 TEST_F(DamagedTree, AbsoluteLinksResolveInsideTheRoot) {
   fs::path link = root_ / "sys/bus/pci/devices/0000:1b:00.0";
   std::string target = fs::read_symlink(link).string();

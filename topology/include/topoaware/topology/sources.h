@@ -21,6 +21,8 @@ NodeTopology load_nccl_xml(const std::string& path);
 // Detects hwloc XML vs NCCL XML from the root element and loads it.
 NodeTopology load_node_file(const std::string& path);
 
+// With a fake fsroot (not "/"), the tree always comes from sysfs and a null nvml/verbs means
+// "none": a fake tree is never mixed with this machine's devices (see docs/live-discovery.md).
 struct LiveOptions {
   std::string fsroot = "/";        // sysfs root ("/" on a real machine, a fake tree in tests)
   const NvmlApi* nvml = nullptr;   // nullptr: dlopen the real library (absent -> a note)
