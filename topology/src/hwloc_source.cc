@@ -554,7 +554,8 @@ std::string_view root_start_tag(std::string_view xml) {
   return {};
 }
 
-// Checks what hwloc would otherwise reject without a reason. Returns the format version seen.
+// Checks what hwloc would otherwise reject without a reason: emptiness, binary data, the root
+// element, and the format version (absent in format 1, "2.x" in format 2).
 void precheck(std::string_view xml, const std::string& name) {
   if (xml.empty()) throw Error(ErrorCode::kBadInput, name, "empty file, not an hwloc XML export");
   std::size_t probe = std::min<std::size_t>(xml.size(), 65536);
@@ -583,6 +584,9 @@ void precheck(std::string_view xml, const std::string& name) {
   }
   std::size_t close = value.find(value[0], 1);
   std::string_view version = value.substr(1, close == std::string_view::npos ? 0 : close - 1);
+  if (version.empty()) {
+    throw Error(ErrorCode::kBadInput, name, "empty version attribute on <topology>");
+  }
   if (version.substr(0, 1) != "1" && version.substr(0, 1) != "2") {
     throw Error(ErrorCode::kUnsupported, name,
                 "hwloc XML format " + std::string(version) +

@@ -17,10 +17,26 @@
 #include "topoaware/topology/paths.h"
 #include "topoaware/topology/sources.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/lsan_interface.h>
+#endif
+
 namespace topoaware::topology {
 namespace {
 
 namespace fs = std::filesystem;
+
+// Allocations made while this lives are not reported by LeakSanitizer (no-op without ASan).
+struct LeakCheckOff {
+#if defined(__SANITIZE_ADDRESS__)
+  LeakCheckOff() { __lsan_disable(); }
+  ~LeakCheckOff() { __lsan_enable(); }
+#else
+  LeakCheckOff() = default;
+#endif
+  LeakCheckOff(const LeakCheckOff&) = delete;
+  LeakCheckOff& operator=(const LeakCheckOff&) = delete;
+};
 
 std::string hwloc_fixture(const std::string& name) { return test::fixture("hwloc/" + name); }
 
@@ -510,6 +526,42 @@ TEST_F(BadInput, WrongRootElementsAndText) {
   // A well-formed root with contents hwloc rejects.
   Error bogus = refusal(write("bogus.xml", "<topology version=\"2.0\"><object/></topology>"));
   EXPECT_EQ(bogus.code(), ErrorCode::kBadInput);
+}
+
+// Mangled real exports: every truncation point and seeded byte corruptions either load or are
+// refused with an Error; nothing else escapes (and ASan/UBSan builds see no memory error).
+TEST(HwlocSourceRobustness, TruncatedAndCorruptedExportsNeverCrash) {
+  std::string xml = read(hwloc_fixture(kPascal));
+  ASSERT_GT(xml.size(), 1000u);
+  int refused = 0, loaded = 0;
+  auto attempt = [&](const std::string& bytes) {
+    try {
+      NodeTopology n = load_hwloc_xml_buffer(bytes, "mangled");
+      NodePaths paths(n);
+      gpu_locality(n, paths);
+      ++loaded;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.context(), "mangled");
+      ++refused;
+    }
+  };
+  for (std::size_t cut = 0; cut < xml.size(); cut += xml.size() / 64) attempt(xml.substr(0, cut));
+  std::mt19937 rng(7);
+  {
+    // hwloc 2.9 itself leaks ~640 bytes when hwloc_topology_load() rejects an inconsistent
+    // export (a corrupted cpuset; seen with a plain init/set_xmlbuffer/load/destroy), so leak
+    // checking is off for this loop only; ASan's memory-error checks stay on.
+    [[maybe_unused]] LeakCheckOff off;
+    for (int i = 0; i < 64; ++i) {
+      std::string bad = xml;
+      for (int k = 0; k < 4; ++k) {
+        bad[rng() % bad.size()] = "<>\"=/ \n\0x9"[rng() % 10];
+      }
+      attempt(bad);
+    }
+  }
+  EXPECT_GT(refused, 60);  // nearly every truncation is refused
+  EXPECT_GT(loaded, 0);    // corruptions inside values often still load: that is fine
 }
 
 }  // namespace
