@@ -176,6 +176,11 @@ class Parser {
         if (c == '<' || c == '\n' || c == '\r' || c == '\0') {
           fail("attribute " + key + " of <" + e.name + "> is not closed on its line");
         }
+        unsigned char u = static_cast<unsigned char>(c);
+        if (u < 0x20 || u >= 0x7f) {
+          // NCCL's files are ASCII; anything else is corruption, and would poison JSON output.
+          fail_unexpected("printable ASCII in attribute " + key + " of <" + e.name + ">");
+        }
         ++pos_;
         if (pos_ - b > lim_.max_value) {
           fail("attribute " + key + " longer than " + std::to_string(lim_.max_value));

@@ -287,7 +287,9 @@ class Loader {
       p.name = *name;
       p.port = static_cast<int>(integer(n, "port", -1));
       p.speed_mbps = number(n, "speed", -1);
-      p.latency = static_cast<int>(number(n, "latency", -1));
+      double latency = number(n, "latency", -1);  // dumps write "0.000000"
+      if (latency < -1 || latency > 1e9) bad(n, "<net latency> out of range");
+      p.latency = static_cast<int>(latency);
       p.maxconn = static_cast<int>(integer(n, "maxconn", -1));
       p.gdr = static_cast<int>(integer(n, "gdr", -1));
       if (const std::string* g = n.attr("guid")) {

@@ -194,7 +194,8 @@ std::string node_to_json(const NodeTopology& node) {
     links.push_back(std::move(j));
   }
   doc["links"] = std::move(links);
-  return doc.dump(2) + "\n";
+  // Strings from other sources (hwloc, sysfs) are not guaranteed UTF-8: replace, never throw.
+  return doc.dump(2, ' ', false, ordered_json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace topoaware::topology

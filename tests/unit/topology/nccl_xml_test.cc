@@ -540,6 +540,11 @@ TEST(NcclXmlBadInput, RuleViolationsNamePathAndLine) {
       {"<system version=\"1\">\n  <cpu numaid=\"0\">\n    <pci busid=\"0000:01:00.0\">\n"
        "      <nic>\n        <net speed=\"100\"/>\n      </nic>\n    </pci>\n  </cpu>\n</system>",
        "<net> has no name", 5},
+      {"<system version=\"1\">\n  <cpu numaid=\"0\">\n    <nic>\n"
+       "      <net name=\"eth0\" latency=\"1e11\"/>\n    </nic>\n  </cpu>\n</system>",
+       "out of range", 4},
+      {"<system version=\"1\">\n  <cpu numaid=\"99999999999\">\n  </cpu>\n</system>",
+       "out of range", 2},
   };
   for (const Case& c : cases) {
     TempFile f(c.xml);
@@ -551,6 +556,33 @@ TEST(NcclXmlBadInput, RuleViolationsNamePathAndLine) {
       EXPECT_NE(std::string(e.what()).find(c.fragment), std::string::npos) << e.what();
     }
   }
+}
+
+// Every prefix of a real file, and random byte edits of it, either load or throw
+// topology::Error: no other exception, no crash (run under ASan/UBSan by scripts/test.sh).
+TEST(NcclXmlBadInput, EveryPrefixAndRandomEditsFailCleanly) {
+  std::string text = slurp(nccl_fixture("aws-p4d.24xlarge-a100-8gpu-4efa-topo.xml"));
+  int loaded = 0, refused = 0;
+  auto attempt = [&](const std::string& content) {
+    TempFile f(content);
+    try {
+      NodeTopology n = load_node_file(f.path());
+      node_to_nccl_xml(n);
+      node_to_json(n);
+      ++loaded;
+    } catch (const Error&) {
+      ++refused;
+    }
+  };
+  for (std::size_t len = 0; len < text.size(); len += 7) attempt(text.substr(0, len));
+  std::mt19937 rng(7);
+  for (int i = 0; i < 300; ++i) {
+    std::string t = text;
+    for (int k = 0; k < 3; ++k) t[rng() % t.size()] = static_cast<char>(rng());
+    attempt(t);
+  }
+  EXPECT_GT(refused, 0);
+  EXPECT_GT(loaded, 0);
 }
 
 TEST(NcclXmlBadInput, DeepNestingAndHugeValuesAreBounded) {
