@@ -98,7 +98,8 @@ int main(int argc, char** argv) {
   if (files.empty()) {
     fs::path dir = default_fixture_dir();
     if (dir.empty()) {
-      std::fprintf(stderr, "topo-aware: discover_bench: tests/fixtures/hwloc not found; give files\n");
+      std::fprintf(stderr,
+                   "topo-aware: discover_bench: tests/fixtures/hwloc not found; give files\n");
       return 2;
     }
     files = {(dir / "hwloc-v2fmt-24s-xeon-e5-4640-24numa-connectx3.xml").string(),
@@ -106,9 +107,10 @@ int main(int argc, char** argv) {
   }
 
   bool all_ok = true;
-  std::printf("discover_bench: %d runs each, times in ms (median, p90, min), ratio = median / "
-              "hwloc's own XML import\n",
-              runs);
+  std::printf(
+      "discover_bench: %d runs each, times in ms (median, p90, min), ratio = median / "
+      "hwloc's own XML import\n",
+      runs);
   for (const std::string& file : files) {
     std::ifstream in(file, std::ios::binary);
     std::stringstream ss;
@@ -122,9 +124,9 @@ int main(int argc, char** argv) {
       return 1;
     }
     std::printf("\n%s (%zu KB): %zu vertices, %zu links, %zu GPUs, %zu NICs, %zu CPUs\n",
-                fs::path(file).filename().c_str(), xml.size() / 1024,
-                node.graph.vertex_count(), node.graph.link_count(), node.gpus().size(),
-                node.nics().size(), node.cpus().size());
+                fs::path(file).filename().c_str(), xml.size() / 1024, node.graph.vertex_count(),
+                node.graph.link_count(), node.gpus().size(), node.nics().size(),
+                node.cpus().size());
     std::printf("  %-28s %9s %9s %9s %9s\n", "step", "median", "p90", "min", "ratio");
     Stats base = measure(runs, [&] { hwloc_only(xml); });
     row("hwloc XML import (baseline)", base, base.median_ms);

@@ -10,9 +10,8 @@
 #include <cstring>
 #include <functional>
 #include <map>
-#include <set>
 #include <memory>
-#include <optional>
+#include <set>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -257,7 +256,7 @@ class Converter {
     if (p) return p;
     if (numa->cpuset && !hwloc_bitmap_iszero(numa->cpuset)) {
       p = hwloc_get_next_obj_covering_cpuset_by_type(topo_, numa->cpuset, HWLOC_OBJ_PACKAGE,
-                                                      nullptr);
+                                                     nullptr);
       if (!p) p = hwloc_get_obj_inside_cpuset_by_type(topo_, numa->cpuset, HWLOC_OBJ_PACKAGE, 0);
     }
     if (!p) p = hwloc_get_obj_by_type(topo_, HWLOC_OBJ_PACKAGE, 0);
@@ -368,8 +367,8 @@ class Converter {
 
     // A VGA function of a GPU vendor with no compute driver and a narrow link is a management
     // controller's display (the ATI ES1000 of many servers), not a GPU.
-    bool display_only = p.class_id == 0x0300 && !gpu_dev && !opencl && p.linkspeed > 0 &&
-                        p.linkspeed < 2.0f;
+    bool display_only =
+        p.class_id == 0x0300 && !gpu_dev && !opencl && p.linkspeed > 0 && p.linkspeed < 2.0f;
     if (gpu_dev || (base_class == 0x03 && gpu_vendor && !display_only)) {
       v.kind = VertexKind::kGpu;
       hwloc_obj_t named = gpu_dev ? gpu_dev : opencl;
@@ -397,14 +396,19 @@ class Converter {
   void fill_ports(Vertex& v, const PciAttr& p, const std::vector<hwloc_obj_t>& fabrics,
                   const std::vector<hwloc_obj_t>& netdevs) {
     std::string layer;
-    if (p.class_id == 0x0207) layer = "InfiniBand";
-    else if (p.class_id == 0x0200) layer = "Ethernet";
+    if (p.class_id == 0x0207) {
+      layer = "InfiniBand";
+    } else if (p.class_id == 0x0200) {
+      layer = "Ethernet";
+    }
     for (hwloc_obj_t f : fabrics) {
       std::string guid = info(f, "NodeGUID");
       // NCCL's form: hex without leading zeros ("0x2c903001bb0a0"), as its dumps write it.
       guid.erase(std::remove(guid.begin(), guid.end(), ':'), guid.end());
       std::size_t nz = guid.find_first_not_of('0');
-      if (!guid.empty()) guid = "0x" + (nz == std::string::npos ? std::string("0") : guid.substr(nz));
+      if (!guid.empty()) {
+        guid = "0x" + (nz == std::string::npos ? std::string("0") : guid.substr(nz));
+      }
       for (int port : ports_of(f)) {
         std::string state = info(f, ("Port" + std::to_string(port) + "State").c_str());
         NetPort np;
@@ -464,8 +468,11 @@ class Converter {
       auto it = obj_vertex_.find(o);
       if (it == obj_vertex_.end()) continue;
       ends[i] = it->second;
-      if (nvswitches_.count(it->second.value)) kind[i] = End::kSwitch;
-      else if (out_.graph.vertex(it->second).kind == VertexKind::kGpu) kind[i] = End::kGpu;
+      if (nvswitches_.count(it->second.value)) {
+        kind[i] = End::kSwitch;
+      } else if (out_.graph.vertex(it->second).kind == VertexKind::kGpu) {
+        kind[i] = End::kGpu;
+      }
     }
     std::map<std::uint32_t, std::uint64_t> to_switch;  // GPU -> MB/s summed over NVSwitches
     for (unsigned i = 0; i < n; ++i) {
@@ -536,8 +543,7 @@ std::string_view root_start_tag(std::string_view xml) {
   std::size_t i = 0;
   if (xml.substr(0, 3) == "\xEF\xBB\xBF") i = 3;  // UTF-8 byte order mark
   while (i < xml.size()) {
-    while (i < xml.size() && (xml[i] == ' ' || xml[i] == '\t' || xml[i] == '\r' || xml[i] == '\n'))
-      ++i;
+    while (i < xml.size() && std::strchr(" \t\r\n", xml[i]) != nullptr && xml[i] != '\0') ++i;
     if (i >= xml.size() || xml[i] != '<') return {};
     std::string_view rest = xml.substr(i);
     std::size_t end;
@@ -637,16 +643,16 @@ NodeTopology load_hwloc_live() {
   // LeakSanitizer with a plain C init/load/destroy), which a long-lived slurmstepd would keep.
   hwloc_topology_set_components(topo.get(), HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "pci");
   if (hwloc_topology_load(topo.get()) != 0) {
-    throw Error(ErrorCode::kSystem, "hwloc:live", std::string("hwloc_topology_load failed: ") +
-                                                      std::strerror(errno));
+    throw Error(ErrorCode::kSystem, "hwloc:live",
+                std::string("hwloc_topology_load failed: ") + std::strerror(errno));
   }
   return node_from_hwloc(topo.get(), "hwloc:live");
 }
 
 NodeTopology load_hwloc_xml_buffer(std::string_view xml, const std::string& name) {
   if (xml.size() > kMaxXmlBytes) {
-    throw Error(ErrorCode::kLimit, name, "larger than " + std::to_string(kMaxXmlBytes >> 20) +
-                                             " MiB");
+    throw Error(ErrorCode::kLimit, name,
+                "larger than " + std::to_string(kMaxXmlBytes >> 20) + " MiB");
   }
   precheck(xml, name);
   TopologyPtr topo = new_topology(HWLOC_TOPOLOGY_FLAG_IMPORT_SUPPORT, name);

@@ -11,8 +11,8 @@
 namespace topoaware::topology {
 namespace {
 
-constexpr std::array<std::string_view, 12> kPathNames = {
-    "LOC", "NVL", "NVB", "C2C", "PIX", "PXB", "P2C", "PXN", "PHB", "SYS", "NET", "DIS"};
+constexpr std::array<std::string_view, 12> kPathNames = {"LOC", "NVL", "NVB", "C2C", "PIX", "PXB",
+                                                         "P2C", "PXN", "PHB", "SYS", "NET", "DIS"};
 
 bool starts_with(std::string_view s, std::string_view prefix) {
   return s.substr(0, prefix.size()) == prefix;
@@ -51,6 +51,13 @@ bool better(const Path& a, const Path& b) {
   if (a.type != b.type) return a.type < b.type;
   if (a.bandwidth != b.bandwidth) return a.bandwidth > b.bandwidth;
   return a.hops < b.hops;
+}
+
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
 }
 
 }  // namespace
@@ -124,9 +131,7 @@ double smp_bandwidth(const CpuInfo& cpu) {
   return kLocBandwidth;
 }
 
-double net_bandwidth(double speed_mbps) {
-  return (speed_mbps > 0 ? speed_mbps : 10000.0) / 8000.0;
-}
+double net_bandwidth(double speed_mbps) { return (speed_mbps > 0 ? speed_mbps : 10000.0) / 8000.0; }
 
 std::optional<std::vector<std::uint32_t>> parse_cpumap(std::string_view cpumap) {
   std::vector<std::string_view> words;
@@ -145,11 +150,8 @@ std::optional<std::vector<std::uint32_t>> parse_cpumap(std::string_view cpumap) 
     if (word.empty() || word.size() > 8) return std::nullopt;
     std::uint32_t bits = 0;
     for (char c : word) {
-      int v;
-      if (c >= '0' && c <= '9') v = c - '0';
-      else if (c >= 'a' && c <= 'f') v = c - 'a' + 10;
-      else if (c >= 'A' && c <= 'F') v = c - 'A' + 10;
-      else return std::nullopt;
+      int v = hex_digit(c);
+      if (v < 0) return std::nullopt;
       bits = (bits << 4) | static_cast<std::uint32_t>(v);
     }
     for (std::uint32_t b = 0; b < 32; ++b) {

@@ -93,8 +93,8 @@ std::vector<VertexId> links_of_kind(const Graph& g, VertexId v, LinkKind k) {
 }
 
 std::size_t count_links(const Graph& g, LinkKind k) {
-  return static_cast<std::size_t>(
-      std::count_if(g.links().begin(), g.links().end(), [&](const Link& l) { return l.kind == k; }));
+  return static_cast<std::size_t>(std::count_if(g.links().begin(), g.links().end(),
+                                                [&](const Link& l) { return l.kind == k; }));
 }
 
 void expect_tree_consistent(const NodeTopology& n, const std::string& what) {
@@ -321,7 +321,7 @@ TEST(HwlocSource, TiogaHas8RsmiGcdsEachWithItsNumaLocalSlingshotNic) {
     const Vertex& nic = g.vertex(loc.nearest_nics[0]);
     EXPECT_EQ(nic.name.rfind("hsi", 0), 0u) << nic.name;
     EXPECT_EQ(nic.numa, loc.numa);
-    EXPECT_EQ(loc.path_to_nic, PathType::PHB);  // separate root ports of one host bridge
+    EXPECT_EQ(loc.path_to_nic, PathType::PHB);     // separate root ports of one host bridge
     EXPECT_DOUBLE_EQ(loc.bandwidth_to_nic, 24.0);  // Gen4 x16
     EXPECT_EQ(loc.local_pus.size(), 32u);
   }
@@ -374,8 +374,8 @@ TEST(HwlocSource, TwentyFourNumaMachineHasConnectX3AndAllPairsSys) {
 }
 
 TEST(HwlocSource, QuartzOmniPathHfiIsANic) {
-  NodeTopology n = load_hwloc_xml(
-      hwloc_fixture("hwloc-v2fmt-llnl-quartz-2s-broadwell-opa-hfi1-plain.xml"));
+  NodeTopology n =
+      load_hwloc_xml(hwloc_fixture("hwloc-v2fmt-llnl-quartz-2s-broadwell-opa-hfi1-plain.xml"));
   VertexId hfi = n.graph.find_name(VertexKind::kNic, "hfi1_0");
   ASSERT_TRUE(hfi.valid());
   const Vertex& v = n.graph.vertex(hfi);
@@ -470,8 +470,8 @@ TEST(HwlocSource, LiveMachineLoadsThroughTheSamePath) {
   for (const auto& d : fs::directory_iterator("/sys/bus/pci/devices", ec)) {
     std::string cls = read((d.path() / "class").string());
     std::string vendor = read((d.path() / "vendor").string());
-    if (cls.rfind("0x03", 0) == 0 && (vendor.rfind("0x10de", 0) == 0 ||
-                                      vendor.rfind("0x1002", 0) == 0)) {
+    if (cls.rfind("0x03", 0) == 0 &&
+        (vendor.rfind("0x10de", 0) == 0 || vendor.rfind("0x1002", 0) == 0)) {
       sysfs_gpu = true;
     }
   }

@@ -49,10 +49,10 @@ CpuInfo cpu(std::string arch, std::string vendor, int family, int model) {
 }
 
 TEST(Bandwidth, SmpByCpuVendorAndModel) {
-  EXPECT_DOUBLE_EQ(smp_bandwidth(cpu("x86_64", "GenuineIntel", 6, 143)), 22.0);  // SPR
+  EXPECT_DOUBLE_EQ(smp_bandwidth(cpu("x86_64", "GenuineIntel", 6, 143)), 22.0);   // SPR
   EXPECT_DOUBLE_EQ(smp_bandwidth(cpu("x86_64", "GenuineIntel", 6, 0xCF)), 40.0);  // EMR
-  EXPECT_DOUBLE_EQ(smp_bandwidth(cpu("x86_64", "GenuineIntel", 6, 85)), 10.0);   // Skylake
-  EXPECT_DOUBLE_EQ(smp_bandwidth(cpu("x86_64", "GenuineIntel", 6, 79)), 6.0);    // Broadwell
+  EXPECT_DOUBLE_EQ(smp_bandwidth(cpu("x86_64", "GenuineIntel", 6, 85)), 10.0);    // Skylake
+  EXPECT_DOUBLE_EQ(smp_bandwidth(cpu("x86_64", "GenuineIntel", 6, 79)), 6.0);     // Broadwell
   EXPECT_DOUBLE_EQ(smp_bandwidth(cpu("x86_64", "AuthenticAMD", 25, 1)), 16.0);
   EXPECT_DOUBLE_EQ(smp_bandwidth(cpu("ppc64", "", -1, -1)), 32.0);
   EXPECT_DOUBLE_EQ(smp_bandwidth(cpu("arm64", "", -1, -1)), 6.0);

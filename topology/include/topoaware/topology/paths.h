@@ -51,9 +51,9 @@ inline constexpr double kLocBandwidth = 5000.0;
 // link_speed takes NCCL's prefix forms ("16 GT/s", "16.0 GT/s PCIe"); anything else (including
 // empty and "64 GT/s") is Gen3. width <= 0 means x16.
 double pcie_bandwidth(std::string_view link_speed, int width);  // GB/s; Gen3 x16 when unknown
-double nvlink_lane_bandwidth(int sm);                            // GB/s per NVLink lane
-double smp_bandwidth(const CpuInfo& cpu);                        // CPU<->CPU GB/s
-double net_bandwidth(double speed_mbps);                         // GB/s; <=0 -> 10000 Mb/s
+double nvlink_lane_bandwidth(int sm);                           // GB/s per NVLink lane
+double smp_bandwidth(const CpuInfo& cpu);                       // CPU<->CPU GB/s
+double net_bandwidth(double speed_mbps);                        // GB/s; <=0 -> 10000 Mb/s
 
 // NCCL's cpumap strings ("ffffffff,00000000": 32-bit hex words, most significant first, the last
 // word is CPUs 0-31). parse returns the set bits ascending, nullopt when malformed; format writes
