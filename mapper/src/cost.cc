@@ -165,6 +165,25 @@ class Router {
     }
     return "?";
   }
+  void locate(std::size_t i, LinkLoad* out) const {
+    if (i < res_.nic_out) {
+      out->host = m_.slots[i < res_.nv_in ? i : i - res_.nv_in].host;
+      return;
+    }
+    if (i < res_.nic_in + m_.port_gbps.size()) {
+      std::size_t p = i < res_.nic_in ? i - res_.nic_out : i - res_.nic_in;
+      out->host = std::upper_bound(m_.port_base.begin(), m_.port_base.end(), p) -
+                  m_.port_base.begin() - 1;
+      return;
+    }
+    for (std::size_t l = 0; l < m_.levels.size(); ++l) {
+      std::size_t g = m_.levels[l].uplink_gbps.size();
+      if (i >= res_.up[l] && i < res_.up[l] + 2 * g) {
+        out->net_level = static_cast<int>(l);
+        out->group = static_cast<std::int64_t>((i - res_.up[l]) % g);
+      }
+    }
+  }
   double cap(std::size_t i) const { return cap_[i]; }
   double crossing() const { return crossing_; }
   const std::vector<double>& total() const { return total_; }
@@ -357,8 +376,10 @@ CostReport evaluate_impl(const Machine& m, const Traffic& t,
       const auto& tot = router.total();
       for (std::size_t i = 0; i < tot.size(); ++i) {
         if (tot[i] <= 0) continue;
-        loads->push_back({router.describe(i), router.level_of(i), tot[i], router.cap(i) / kGB,
-                          router.peak()[i]});
+        LinkLoad ll{router.describe(i), router.level_of(i), tot[i], router.cap(i) / kGB,
+                    router.peak()[i]};
+        router.locate(i, &ll);
+        loads->push_back(std::move(ll));
       }
     }
   }
@@ -648,12 +669,19 @@ double lower_bound(const Machine& m, const Traffic& t) {
           two_off = std::min({two_off, S / std::min(nv, port_eff), 2 * S / nv});
           one_off = std::min(one_off, 2 * S / nv);
         }
+        // An end stage has one neighbour; the rank the bound speaks for may be one. A middle
+        // stage exists too (n >= 3) and holds at most kcap stages on its host.
+        const double end = k >= 2 ? S / std::max(nv, port_eff) : S / port_eff;
         if (n == 2) {
-          v = k >= 2 ? S / std::max(nv, port_eff) : S / port_eff;
+          v = end;
         } else {
-          v = two_off;
-          if (k >= 2) v = std::min(v, one_off);
-          if (k >= 3) v = std::min(v, 2 * S / nv);
+          auto middle = [&](long long kk) {
+            double x = two_off;
+            if (kk >= 2) x = std::min(x, one_off);
+            if (kk >= 3) x = std::min(x, 2 * S / nv);
+            return x;
+          };
+          v = std::max(std::min(middle(k), end), middle(kcap));
         }
       }
       f[d][static_cast<std::size_t>(k - 1)] = std::max(v, cross);
@@ -675,24 +703,31 @@ double lower_bound(const Machine& m, const Traffic& t) {
     fixed += dt.calls * (dt.pattern == Pattern::kRing ? 2.0 * (static_cast<double>(n) - 1) : 1.0) *
              lat_min * 1e-6;
   }
-  // The rank's groups in different dims share only the rank itself, so on its host
-  // sum_d (k_d - 1) <= (slots of the host) - 1. Every slot holds a rank, so some rank sits on
-  // the host with the fewest slots: minimize sum_d f_d(k_d) under that host's budget.
+  // Take the host with the fewest slots, c, and the ranks S on it. For each dim let m_d be
+  // the fewest members of its own d-group that any rank of S finds on the host, and r_d a rank
+  // with that few: time_d >= f_d(m_d) through r_d. Walking from any rank of S along dim 1 (at
+  // least m_1 choices), then dim 2 (m_2 choices each), ... reaches prod_d m_d distinct ranks of S,
+  // so prod_d m_d <= c. Minimize sum_d f_d(m_d) over vectors with that product.
   const long long kmin = *std::min_element(host_slots.begin(), host_slots.end());
-  const std::size_t budget = static_cast<std::size_t>(kmin - 1);
-  const double inf = std::numeric_limits<double>::infinity();
-  std::vector<double> best(budget + 1, 0.0);
+  double best_sum = std::numeric_limits<double>::infinity();
+  std::vector<std::size_t> live;
   for (std::size_t d = 0; d < D; ++d) {
-    std::vector<double> next(budget + 1, inf);
-    for (std::size_t b = 0; b <= budget; ++b) {
-      if (best[b] == inf) continue;
-      for (std::size_t k = 1; k <= f[d].size() && b + k - 1 <= budget; ++k) {
-        next[b + k - 1] = std::min(next[b + k - 1], best[b] + f[d][k - 1]);
-      }
-    }
-    best = std::move(next);
+    if (f[d].size() > 1 || (f[d].size() == 1 && f[d][0] > 0)) live.push_back(d);
   }
-  double lb = *std::min_element(best.begin(), best.end());
+  auto search = [&](auto&& self, std::size_t i, long long room, double sum) -> void {
+    if (sum >= best_sum) return;
+    if (i == live.size()) {
+      best_sum = sum;
+      return;
+    }
+    const auto& fd = f[live[i]];
+    for (long long k = 1; k <= room && k <= static_cast<long long>(fd.size()); ++k) {
+      self(self, i + 1, room / k, sum + fd[static_cast<std::size_t>(k - 1)]);
+    }
+  };
+  search(search, 0, kmin, 0.0);
+  double lb = live.empty() ? 0.0 : best_sum;
+
   if (!t.matrix.empty()) {
     double bytes = 0;
     for (const auto& fl : t.matrix) bytes += fl.from != fl.to ? fl.bytes : 0;

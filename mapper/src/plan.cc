@@ -144,7 +144,7 @@ class Mapper {
     const long long world = t.world;
     // Work bound: candidate and refinement evaluations together cost O(ranks) each; keep their
     // count x ranks under a fixed budget so 131k ranks stay within seconds.
-    const double work_cap = 2.5e6;
+    const double work_cap = 1.5e6;
     long long evals_left = std::max<long long>(4, static_cast<long long>(work_cap / world));
 
     // Dims that communicate, heaviest first.
@@ -187,7 +187,7 @@ class Mapper {
     }
     long long budget = req_.refine_moves >= 0
                            ? req_.refine_moves
-                           : static_cast<long long>(std::max(0.0, req_.refine_budget_ms) * 50);
+                           : static_cast<long long>(std::max(0.0, req_.refine_budget_ms) * 2);
     budget = std::min(budget, evals_left);
     *moves_done = refine(best, best_cost, budget);
     return best;
@@ -321,7 +321,12 @@ class Mapper {
       return used;
     }
     SplitMix rng{0x746f706f2d617761ULL};
-    while (used < budget) {
+    long long since_gain = 0;
+    // Stop after a run of fruitless moves: random swaps rarely help once the block
+    // structure is right, and the budget is better left unspent than burnt.
+    const long long patience = std::max<long long>(32, static_cast<long long>(n / 4));
+    while (used < budget && since_gain < patience) {
+      ++since_gain;
       std::size_t i = rng.below(n), j = rng.below(n);
       if (i == j) continue;
       std::swap(a[i], a[j]);
@@ -329,6 +334,7 @@ class Mapper {
       ++used;
       if (c.better_than(cost)) {
         cost = c;
+        since_gain = 0;
       } else {
         std::swap(a[i], a[j]);
       }

@@ -82,6 +82,11 @@ struct LinkLoad {
   double bytes = 0;
   double gbps = 0;
   double peak_seconds = 0;  // worst dim's load / bandwidth on it
+  // Where it is, for pictures: the Machine host of an NVLink/NIC resource, or the NetLevel
+  // index and dense group of an uplink/downlink (-1 where not applicable).
+  std::int64_t host = -1;
+  int net_level = -1;
+  std::int64_t group = -1;
 };
 
 // Cost of ranks on slots: slot_of_rank[r] indexes Machine::slots. `loads` (optional) receives

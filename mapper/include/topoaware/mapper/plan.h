@@ -30,7 +30,7 @@ struct Request {
   // it holds. Empty: free choice. Non-empty: the plan permutes ranks only.
   std::vector<int> bound_gpu;
   double refine_budget_ms = 200;    // swap refinement budget (deterministic: counted in moves)
-  // Explicit refinement budget in evaluated moves; -1: 50 moves per refine_budget_ms. Either
+  // Explicit refinement budget in evaluated moves; -1: 2 moves per refine_budget_ms. Either
   // way it is capped so moves x ranks stays bounded (docs/mapper.md), never by wall time.
   long long refine_moves = -1;
 };
