@@ -457,18 +457,22 @@ int ta_step_prepare(const struct ta_step* step, char* err, size_t errlen) {
     }
     // The plan numbers tasks in Slurm's block order; any other distribution (-m cyclic, plane)
     // would put a different task on each slot, so it is refused rather than silently misapplied.
-    auto here = std::find(hosts.begin(), hosts.end(), std::string(step->host));
-    if (here == hosts.end()) {
-      throw topology::Error(topology::ErrorCode::kBadInput, step->host,
-                            "this node is not in SLURM_STEP_NODELIST");
+    // This node is the node_id-th of the step's node list (Slurm's own numbering). The
+    // environment's SLURMD_NODENAME cannot be trusted here: in a batch job it is inherited from
+    // the batch host.
+    if (step->node_id >= hosts.size()) {
+      throw topology::Error(topology::ErrorCode::kBadInput, "SLURM_STEP_NODELIST",
+                            "node id " + std::to_string(step->node_id) + " beyond its " +
+                                std::to_string(hosts.size()) + " hosts");
     }
-    const size_t node = static_cast<size_t>(here - hosts.begin());
+    const size_t node = step->node_id;
+    const std::string& host = hosts[node];
     std::uint32_t first = 0;
     for (size_t i = 0; i < node; ++i) first += static_cast<std::uint32_t>(tasks[i]);
     for (std::uint32_t i = 0; i < step->nlocal; ++i) {
       if (step->local_global[i] != first + i) {
         throw mapper::Error("tasks are not in block distribution (task " +
-                            std::to_string(step->local_global[i]) + " on " + step->host +
+                            std::to_string(step->local_global[i]) + " on " + host +
                             "); topo-aware maps Slurm's block order only (-m block)");
       }
     }
@@ -511,9 +515,13 @@ int ta_step_prepare(const struct ta_step* step, char* err, size_t errlen) {
 
     // Last, because it is the one node-local part: the plan above is already valid.
     std::string xml = topology::node_to_nccl_xml(*nodes.per_host[node]);
-    s.step.file_name = "nccl-topo." + std::to_string(step->step_id) + "." + step->host + ".xml";
-    s.step.env_options.topo_file =
-        write_job_file(config.job_dir, step->job_id, s.step.file_name, xml, &s.step.dir_path);
+    s.step.file_name = "nccl-topo." + std::to_string(step->step_id) + "." + host + ".xml";
+    try {
+      s.step.env_options.topo_file =
+          write_job_file(config.job_dir, step->job_id, s.step.file_name, xml, &s.step.dir_path);
+    } catch (const NodeLocalError& e) {
+      throw NodeLocalError(std::string(e.what()) + " on " + host);
+    }
     return 0;
   });
 }

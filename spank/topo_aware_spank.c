@@ -286,8 +286,8 @@ report:
   if (ta_fail_closed()) {
     slurm_info("topo-aware: %s (policy fail-closed)", remote.reason);
   } else if (remote.node_local) {
-    slurm_spank_log("topo-aware: warning: %s on %s; its tasks get the plan without "
-                    "NCCL_TOPO_FILE", remote.reason, host);
+    slurm_spank_log("topo-aware: warning: %s; its tasks get the plan without NCCL_TOPO_FILE",
+                    remote.reason);
   } else if (remote.node_id == 0) {
     slurm_spank_log("topo-aware: warning: %s; the job runs without topo-aware (fail-open)",
                     remote.reason);

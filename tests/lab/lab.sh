@@ -153,10 +153,14 @@ setup_network() {
   ip link set "$BR" up
   for i in $(seq 1 "$NODES"); do
     local ns; ns=$(node_ns "$i")
-    if [ -e "/run/netns/$ns" ] && nsenter --net="/run/netns/$ns" ip addr show eth0 2>/dev/null |
-        grep -q "$NET.$((10 + i))/"; then
+    # (Output captured first: `ip | grep -q` fails under pipefail when grep exits early.)
+    local addrs=""
+    [ -e "/run/netns/$ns" ] && addrs=$(nsenter --net="/run/netns/$ns" ip -o addr show 2>/dev/null || true)
+    if grep -q "eth0 .*inet $NET.$((10 + i))/" <<<"$addrs"; then
       continue
     fi
+    # A slurmd left in a namespace that is about to be replaced would be cut off: stop it.
+    kill_pidfile "$LAB/run/slurmd-node$i.pid" 10
     ip netns del "$ns" 2>/dev/null || true
     ip link del "talabv$i" 2>/dev/null || true
     ip netns add "$ns"
@@ -174,7 +178,14 @@ start_slurm() {
     slurmctld -c -f "$SLURM_CONF" || die "slurmctld did not start (log: $LAB/log/slurmctld.log)"
   fi
   for i in $(seq 1 "$NODES"); do
-    if pid_alive "$LAB/run/slurmd-node$i.pid"; then continue; fi
+    local f=$LAB/run/slurmd-node$i.pid
+    # Reused only when it still lives in its node's namespace (a re-created namespace cuts off
+    # the slurmd left in the old one).
+    if pid_alive "$f" && [ "$(stat -L -c %i "/proc/$(cat "$f")/ns/net" 2>/dev/null)" = \
+        "$(stat -L -c %i "/run/netns/$(node_ns "$i")" 2>/dev/null)" ]; then
+      continue
+    fi
+    kill_pidfile "$f" 10
     if ! nsenter --net="/run/netns/$(node_ns "$i")" unshare --uts \
         sh -c "hostname node$i && exec slurmd -N node$i -f '$SLURM_CONF'"; then
       tail -5 "$LAB/log/slurmd-node$i.log" >&2 || true
