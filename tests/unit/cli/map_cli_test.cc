@@ -1,0 +1,160 @@
+// `topo-aware map` and `inspect` as users run them: the lab cluster description (etc/) with the
+// DGX H100 capture, exit codes, the env line format the end-to-end test relies on, JSON keys,
+// hostfile, and inspect recomputing a plan from its JSON.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "test_support.h"
+
+namespace {
+
+struct CliRun {
+  int rc = -1;
+  std::string out;
+};
+
+CliRun run(const std::string& args) {
+  std::string cmd = std::string(TOPOAWARE_CLI) + " " + args + " 2>&1";
+  CliRun r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf{};
+  std::size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  int status = pclose(p);
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string source_dir() {
+  return std::filesystem::path(TOPOAWARE_TEST_FIXTURES).parent_path().parent_path().string();
+}
+
+std::string lab_args() {
+  return "--fabric " + source_dir() + "/etc/lab-cluster.toml --node-type " +
+         topoaware::test::fixture("nccl-topo/dgx-h100-topo.xml");
+}
+
+TEST(MapCliTest, EnvLinesPerTaskSortedByName) {
+  CliRun r = run("map " + lab_args() + " --nodes 'node[1-4]' --layout tp=8,pp=2 --job-id 77 --of env");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  std::istringstream in(r.out);
+  std::string line;
+  std::map<int, std::vector<std::string>> names;
+  std::map<int, std::map<std::string, std::string>> env;
+  while (std::getline(in, line)) {
+    auto sp = line.find(' ');
+    auto eq = line.find('=');
+    ASSERT_NE(sp, std::string::npos) << line;
+    ASSERT_NE(eq, std::string::npos) << line;
+    int task = std::stoi(line.substr(0, sp));
+    std::string name = line.substr(sp + 1, eq - sp - 1);
+    names[task].push_back(name);
+    env[task][name] = line.substr(eq + 1);
+  }
+  ASSERT_EQ(env.size(), 32u);
+  for (const auto& [task, n] : names) EXPECT_TRUE(std::is_sorted(n.begin(), n.end())) << task;
+  EXPECT_EQ(env[0]["WORLD_SIZE"], "32");
+  EXPECT_EQ(env[0]["MASTER_PORT"], "20077");
+  EXPECT_EQ(env[5]["LOCAL_WORLD_SIZE"], "8");
+  // The DGX H100 capture pairs GPU k with mlx5_k.
+  for (int t = 0; t < 32; ++t) {
+    EXPECT_EQ(env[t]["NCCL_IB_HCA"].substr(0, 6), "=mlx5_") << t;
+  }
+  std::map<std::string, int> ranks;
+  for (auto& [t, e] : env) ++ranks[e["RANK"]];
+  EXPECT_EQ(ranks.size(), 32u);
+}
+
+TEST(MapCliTest, JsonHasRanksCostAndInputs) {
+  CliRun r = run("map " + lab_args() + " --nodes 'node[1-4]' --layout tp=8,pp=2 --of json");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["ranks"].size(), 32u);
+  for (const auto& t : j["ranks"]) {
+    for (const char* key : {"task", "rank", "host", "gpu", "nic"}) EXPECT_TRUE(t.contains(key));
+  }
+  EXPECT_GT(j["cost"]["block"].get<double>(), 0);
+  EXPECT_LE(j["cost"]["topo"].get<double>(), j["cost"]["block"].get<double>());
+  EXPECT_LE(j["cost"]["lower_bound"].get<double>(), j["cost"]["topo"].get<double>());
+  EXPECT_EQ(j["inputs"]["nodes"], "node[1-4]");
+}
+
+TEST(MapCliTest, InspectRecomputesThePlan) {
+  auto dir = std::filesystem::path(TOPOAWARE_BINARY_DIR) / "map_cli_test";
+  std::filesystem::create_directories(dir);
+  std::string plan = (dir / "plan.json").string(), svg = (dir / "plan.svg").string();
+  CliRun m = run("map " + lab_args() + " --nodes 'node[1,3]' --layout tp=4 --of json -o " + plan);
+  ASSERT_EQ(m.rc, 0) << m.out;
+  CliRun r = run("inspect " + plan + " --svg " + svg + " --of json");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  std::ifstream f(plan);
+  auto p = nlohmann::json::parse(f);
+  EXPECT_DOUBLE_EQ(j["plan"]["seconds"].get<double>(), p["cost"]["plan"].get<double>());
+  EXPECT_EQ(j["compare"]["algorithm"], "block");
+  std::ifstream s(svg);
+  std::string text((std::istreambuf_iterator<char>(s)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("<svg"), std::string::npos);
+  EXPECT_NE(text.find("node3"), std::string::npos);
+  CliRun t = run("inspect " + plan);
+  EXPECT_EQ(t.rc, 0);
+  EXPECT_NE(t.out.find("per dim"), std::string::npos);
+}
+
+TEST(MapCliTest, HostfileListsRankHosts) {
+  CliRun r = run("map " + lab_args() + " --nodes 'node[1-2]' --layout tp=8 --of hostfile");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  std::istringstream in(r.out);
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) {
+    EXPECT_TRUE(line == "node1" || line == "node2") << line;
+    ++n;
+  }
+  EXPECT_EQ(n, 16);
+}
+
+TEST(MapCliTest, BadInputAndUsageExitCodes) {
+  CliRun bad = run("map " + lab_args() + " --nodes 'node[1-4]' --layout tp=8,pp=3");
+  EXPECT_EQ(bad.rc, 1);
+  EXPECT_NE(bad.out.find("tp*cp*ep*pp = 24 does not divide 32 slots"), std::string::npos) << bad.out;
+  CliRun unknown = run("map " + lab_args() + " --nodes 'node[1-2],nosuch' --layout tp=8");
+  EXPECT_EQ(unknown.rc, 1);
+  EXPECT_NE(unknown.out.find("nosuch"), std::string::npos) << unknown.out;
+  CliRun usage = run("map " + lab_args() + " --nodes node1 --of yaml");
+  EXPECT_EQ(usage.rc, 2) << usage.out;
+  CliRun missing = run("map --nodes node1");
+  EXPECT_EQ(missing.rc, 2) << missing.out;
+  CliRun algo = run("map " + lab_args() + " --nodes node1 --algo best");
+  EXPECT_EQ(algo.rc, 2) << algo.out;
+  CliRun noplan = run("inspect /nonexistent/plan.json");
+  EXPECT_EQ(noplan.rc, 1) << noplan.out;
+}
+
+TEST(MapCliTest, JobFileLayout) {
+  auto dir = std::filesystem::path(TOPOAWARE_BINARY_DIR) / "map_cli_test";
+  std::filesystem::create_directories(dir);
+  std::string job = (dir / "job.toml").string();
+  std::ofstream(job) << "layout = \"tp=8,dp=auto\"\n[model]\nhidden = 4096\nlayers = 32\n";
+  CliRun r = run("map " + lab_args() + " --nodes 'node[1-2]' --layout file:" + job + " --of json");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  std::ofstream(job) << "layout = \"tp=8\"\n[model]\nhiden = 1\n";
+  CliRun bad = run("map " + lab_args() + " --nodes 'node[1-2]' --layout file:" + job);
+  EXPECT_EQ(bad.rc, 1);
+  EXPECT_NE(bad.out.find("job.toml:3: unknown key model.hiden"), std::string::npos) << bad.out;
+}
+
+}  // namespace
