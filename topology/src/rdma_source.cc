@@ -122,7 +122,8 @@ class RdmaScan {
         f.port = static_cast<int>(*num);
         fs::path pd = *dir / "ports" / p;
         if (auto r = sysfs::read_line(pd / "rate"); r && !parse_rate(*r, &f.gbps, &f.width)) {
-          note(name + " port " + p + ": rate '" + *r + "' not understood; speed unknown");
+          note(name + " port " + p + ": rate '" + sysfs::excerpt(*r) +
+               "' not understood; speed unknown");
         }
         if (auto s = sysfs::read_line(pd / "state")) f.state = port_state(*s);
         if (auto l = sysfs::read_line(pd / "link_layer")) f.link_layer = *l;

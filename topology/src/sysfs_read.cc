@@ -165,6 +165,16 @@ bool is_busid(std::string_view s) {
          t[6] == '.' && t[7] >= '0' && t[7] <= '7';
 }
 
+std::string excerpt(std::string_view s) {
+  constexpr std::size_t kMax = 40;
+  std::string out;
+  for (char c : s.substr(0, kMax)) {
+    out.push_back(std::isprint(static_cast<unsigned char>(c)) ? c : '?');
+  }
+  if (s.size() > kMax) out += "...";
+  return out;
+}
+
 std::string guid_from_sysfs(std::string_view s) {
   s = trim(s);
   std::string hex;

@@ -42,6 +42,9 @@ std::string pcie_speed(std::string_view sysfs_value);
 // True for a PCI function address as sysfs names it: "0000:1b:00.0" (domain of 4+ hex digits).
 bool is_busid(std::string_view s);
 
+// A file's content as a note may quote it: at most 40 characters, non-printable ones as '?'.
+std::string excerpt(std::string_view s);
+
 // sysfs node_guid "b859:9f03:00d4:5a1c" -> "0xb8599f0300d45a1c"; empty when malformed.
 std::string guid_from_sysfs(std::string_view s);
 

@@ -73,6 +73,11 @@ class SysfsBuilder {
     if (!fs::is_directory(root_, ec)) {
       throw Error(ErrorCode::kNotFound, root_.string(), "sysfs root is not a directory");
     }
+    // A root without sys/ is a mistyped --fsroot, not a machine with no devices.
+    if (!fs::is_directory(root_ / "sys", ec)) {
+      throw Error(ErrorCode::kNotFound, root_.string(),
+                  "no sys/ below this root: not a sysfs root");
+    }
     node_.source = "sysfs:" + root_.string();
     read_hostname();
     read_cpus();
@@ -215,7 +220,8 @@ class SysfsBuilder {
     auto cls = sysfs::read_line(dir / "class");
     auto cls_value = cls ? sysfs::parse_long(*cls, 0) : std::nullopt;
     if (!cls_value || *cls_value < 0 || *cls_value > 0xffffff) {
-      note(busid + ": class missing or malformed (" + (cls ? *cls : "absent") + "); skipped");
+      note(busid + ": class missing or malformed (" + (cls ? sysfs::excerpt(*cls) : "absent") +
+           "); skipped");
       return std::nullopt;
     }
     f.pci_class = *cls_value;
@@ -237,7 +243,7 @@ class SysfsBuilder {
       if (v && *v >= -1 && *v < 1 << 16) {
         f.numa = static_cast<int>(*v);
       } else {
-        note(busid + ": numa_node malformed (" + *n + ")");
+        note(busid + ": numa_node malformed (" + sysfs::excerpt(*n) + ")");
       }
     }
     return f;

@@ -1,6 +1,7 @@
 // discover_live() and the sysfs node builder: the fake DGX H100 tree (tests/fixtures/sysfs),
 // damaged copies of it, and this machine.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -225,6 +226,35 @@ TEST(LiveSysfs, MissingRootIsANotFoundError) {
     EXPECT_EQ(e.code(), ErrorCode::kNotFound);
     EXPECT_NE(std::string(e.what()).find("/nonexistent/topo-aware-root"), std::string::npos);
   }
+}
+
+TEST(LiveSysfs, RootWithoutSysIsANotFoundError) {
+  fs::path empty = fs::path(::testing::TempDir()) / "sysfs-no-sys";
+  fs::create_directories(empty / "etc");
+  try {
+    discover_live(fake_root(empty.string()));
+    FAIL() << "expected an Error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kNotFound);
+    EXPECT_NE(std::string(e.what()).find("not a sysfs root"), std::string::npos) << e.what();
+  }
+  fs::remove_all(empty);
+}
+
+TEST_F(DamagedTree, FifoAndHugeAttributesAreBoundedNotHanging) {
+  // A FIFO would block a naive read forever; a 4 MiB attribute would be read whole.
+  fs::path cls = fs::canonical(root_ / "sys/bus/pci/devices/0000:c3:00.0") / "class";
+  fs::remove(cls);
+  ASSERT_EQ(mkfifo(cls.c_str(), 0600), 0);
+  {
+    std::ofstream big(fs::canonical(root_ / "sys/class/infiniband/mlx5_6/ports/1") / "rate");
+    big << std::string(4u << 20, '9');
+  }
+  NodeTopology n = discover_live(fake_root(root_.string()));
+  EXPECT_EQ(n.gpus().size(), 7u);
+  EXPECT_TRUE(has_note(n, "0000:c3:00.0: class missing or malformed")) << notes_of(n);
+  EXPECT_LT(by_name(n, VertexKind::kNic, "mlx5_6").nic.ports.at(0).speed_mbps, 0);
+  for (const auto& note : n.notes) EXPECT_LT(note.size(), 200u) << note.substr(0, 200);
 }
 
 TEST_F(DamagedTree, GarbageRateLeavesSpeedUnknownWithANote) {
