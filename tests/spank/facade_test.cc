@@ -1,0 +1,164 @@
+// The plugin's facade without Slurm: what slurmstepd's user_init and task_init calls do for one
+// node of a 4-node step of DGX H100s (the lab's cluster), checked against the mapper called
+// directly, plus the per-job directory's safety rules and the failures the shell relies on.
+#include "facade.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "topoaware/mapper/plan.h"
+#include "topoaware/topology/fabric_io.h"
+#include "topoaware/topology/sources.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+const std::string kSource = TOPOAWARE_SOURCE_DIR;
+const std::string kFabric = kSource + "/etc/lab-cluster.toml";
+const std::string kCapture = kSource + "/tests/fixtures/nccl-topo/dgx-h100-topo.xml";
+
+class Facade : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!fs::exists(kFabric)) GTEST_SKIP() << kFabric << " absent";
+    dir_ = fs::temp_directory_path() / ("topo-aware-facade-test-" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "jobs");
+    config_ = (dir_ / "topo-aware.toml").string();
+    std::ofstream(config_) << "fabric = \"" << kFabric << "\"\njob_dir = \"" << (dir_ / "jobs").string()
+                           << "\"\n[[node]]\nhosts = \"node*\"\ncapture = \"" << kCapture << "\"\n";
+    configure({"config=" + config_});
+  }
+  void TearDown() override {
+    ta_step_finish();
+    fs::remove_all(dir_);
+  }
+  void configure(std::vector<std::string> args) {
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    ASSERT_EQ(ta_configure(static_cast<int>(argv.size()), argv.data(), err_, sizeof err_), 0);
+  }
+  // Node 2 (index 1) of node[1-4], 8 tasks each, block distribution.
+  ta_step step(std::uint32_t node_id = 1) {
+    for (std::uint32_t i = 0; i < 8; ++i) local_[i] = node_id * 8 + i;
+    ta_step s{};
+    s.job_id = 77;
+    s.step_id = 0;
+    s.node_id = node_id;
+    s.ntasks = 32;
+    s.host = "node2";
+    s.hosts = "node1\nnode2\nnode3\nnode4\n";
+    s.tasks_per_node = "8(x4)";
+    s.step_gpus = "";
+    s.user_env = "MASTER_PORT\n";
+    s.local_global = local_;
+    s.nlocal = 8;
+    return s;
+  }
+  static int collect(void* arg, const char* name, const char* value) {
+    (*static_cast<std::map<std::string, std::string>*>(arg))[name] = value;
+    return 0;
+  }
+  std::map<std::string, std::string> env_of(std::uint32_t task) {
+    std::map<std::string, std::string> env;
+    EXPECT_EQ(ta_task_env(task, collect, &env, err_, sizeof err_), 0) << err_;
+    return env;
+  }
+
+  fs::path dir_;
+  std::string config_;
+  char err_[1024] = "";
+  std::uint32_t local_[8] = {};
+};
+
+TEST_F(Facade, StepEnvironmentIsTheMappersAndTheXmlIsWrittenSafely) {
+  ASSERT_EQ(ta_set_spec("tp=8,pp=2", err_, sizeof err_), 0) << err_;
+  ta_step s = step();
+  ASSERT_EQ(ta_step_prepare(&s, err_, sizeof err_), 0) << err_;
+  ASSERT_EQ(ta_step_ready(), 1);
+
+  const fs::path job = dir_ / "jobs" / "77";
+  const fs::path xml = job / "nccl-topo.0.node2.xml";
+  struct stat st {};
+  ASSERT_EQ(::stat(job.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0700u);
+  ASSERT_EQ(::stat(xml.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0644u);
+  // The XML is the node's own capture re-exported: it loads back with all 8 GPUs.
+  EXPECT_EQ(topoaware::topology::load_node_file(xml.string()).gpus().size(), 8u);
+
+  // The same inputs through the mapper directly.
+  auto fabric = topoaware::topology::load_fabric(kFabric);
+  auto node = topoaware::topology::load_node_file(kCapture);
+  topoaware::mapper::Request request;
+  request.hosts = {"node1", "node2", "node3", "node4"};
+  request.tasks_per_host = {8, 8, 8, 8};
+  request.layout = topoaware::mapper::parse_layout("tp=8,pp=2", 32);
+  auto plan = topoaware::mapper::plan(fabric, {&node, &node, &node, &node}, request);
+  topoaware::mapper::EnvOptions options;
+  options.job_id = 77;
+  options.topo_file = xml.string();
+  for (std::uint32_t task = 8; task < 16; ++task) {
+    std::map<std::string, std::string> want;
+    for (const auto& [k, v] : topoaware::mapper::task_environment(plan, static_cast<int>(task),
+                                                                  options)) {
+      if (k != "MASTER_PORT") want[k] = v;  // the user set it: kept
+    }
+    EXPECT_EQ(env_of(task), want) << "task " << task;
+  }
+
+  ta_step_finish();
+  EXPECT_FALSE(fs::exists(xml));
+  EXPECT_FALSE(fs::exists(job));
+}
+
+TEST_F(Facade, SymlinkedJobDirectoryIsRefusedButThePlanStands) {
+  fs::create_directories(dir_ / "elsewhere");
+  fs::create_directory_symlink(dir_ / "elsewhere", dir_ / "jobs" / "77");
+  ASSERT_EQ(ta_set_spec("tp=8", err_, sizeof err_), 0);
+  ta_step s = step();
+  EXPECT_EQ(ta_step_prepare(&s, err_, sizeof err_), -2);  // node-local
+  EXPECT_NE(std::string(err_).find("job_dir"), std::string::npos) << err_;
+  EXPECT_TRUE(fs::is_empty(dir_ / "elsewhere"));
+  ASSERT_EQ(ta_step_ready(), 1);
+  auto env = env_of(9);
+  EXPECT_EQ(env.count("NCCL_TOPO_FILE"), 0u);
+  EXPECT_EQ(env.count("RANK"), 1u);
+}
+
+TEST_F(Facade, CyclicDistributionIsRefused) {
+  ASSERT_EQ(ta_set_spec("tp=8", err_, sizeof err_), 0);
+  ta_step s = step();
+  for (std::uint32_t i = 0; i < 8; ++i) local_[i] = 1 + 4 * i;  // -m cyclic on node 2
+  EXPECT_EQ(ta_step_prepare(&s, err_, sizeof err_), -1);
+  EXPECT_NE(std::string(err_).find("block distribution"), std::string::npos) << err_;
+  EXPECT_EQ(ta_step_ready(), 0);
+}
+
+TEST_F(Facade, SpecIsCheckedAndTheOptionCallbackIsIdempotent) {
+  EXPECT_EQ(ta_set_spec("tp=x", err_, sizeof err_), -1);
+  EXPECT_NE(std::string(err_).find("tp=x"), std::string::npos) << err_;
+  EXPECT_EQ(ta_set_spec(nullptr, err_, sizeof err_), 0);  // slurmstepd: NULL, then ""
+  EXPECT_EQ(ta_set_spec("", err_, sizeof err_), 0);
+  EXPECT_EQ(ta_active(), 1);
+  EXPECT_STREQ(ta_spec(), "");
+}
+
+TEST_F(Facade, ConfigurationErrorsAreKeptForTheJobsThatAsk) {
+  configure({"config=/nonexistent/topo-aware.toml", "policy=fail-closed"});
+  ASSERT_NE(ta_config_error(), nullptr);
+  EXPECT_NE(std::string(ta_config_error()).find("/nonexistent/topo-aware.toml"), std::string::npos);
+  EXPECT_EQ(ta_fail_closed(), 1);
+  ASSERT_EQ(ta_set_spec("tp=8", err_, sizeof err_), 0);
+  ta_step s = step();
+  EXPECT_EQ(ta_step_prepare(&s, err_, sizeof err_), -1);
+  EXPECT_NE(std::string(err_).find("not found"), std::string::npos) << err_;
+}
+
+}  // namespace
