@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -526,6 +527,23 @@ TEST_F(BadInput, WrongRootElementsAndText) {
   // A well-formed root with contents hwloc rejects.
   Error bogus = refusal(write("bogus.xml", "<topology version=\"2.0\"><object/></topology>"));
   EXPECT_EQ(bogus.code(), ErrorCode::kBadInput);
+}
+
+// The library never prints: hwloc and libxml2 stay quiet on bad XML unless asked to speak.
+TEST_F(BadInput, RefusalsPrintNothing) {
+  if (std::getenv("HWLOC_XML_VERBOSE")) GTEST_SKIP() << "HWLOC_XML_VERBOSE is set";
+  std::string full = read(hwloc_fixture(kDgx2));
+  std::string trunc = write("trunc.xml", full.substr(0, full.size() / 2));
+  std::string bogus = write("bogus.xml", "<topology version=\"2.0\"><object/></topology>");
+  std::string unclosed =
+      write("unclosed.xml", "<topology version=\"2.0\"><object type=\"Machine\"");
+  ::testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStdout();
+  for (const std::string& p : {trunc, bogus, unclosed}) EXPECT_THROW(load_hwloc_xml(p), Error);
+  std::string out = ::testing::internal::GetCapturedStdout();
+  std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err, "");
+  EXPECT_EQ(out, "");
 }
 
 // Mangled real exports: every truncation point and seeded byte corruptions either load or are
