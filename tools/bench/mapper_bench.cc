@@ -11,6 +11,7 @@
 // communication per training step); the same model scores all algorithms and the bound.
 // Ends with PASS/FAIL per target of issue 4, computed from the rows above.
 #include <sys/resource.h>
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -41,6 +42,13 @@ namespace {
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// CPU time of this thread: the machine may be shared, and "on one core" is what is claimed.
+double cpu_s() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
 double peak_rss_mib() {
@@ -195,9 +203,9 @@ Row run(const std::string& name, const Family& fam, const topology::Fabric& fabr
   row.fragmented = fragmented;
   row.hosts = static_cast<int>(r.hosts.size());
   row.layout = layout;
-  double t0 = now_s();
+  double t0 = cpu_s();
   RankPlan p = plan(fabric, nodes, r);
-  row.topo_ms = (now_s() - t0) * 1e3;
+  row.topo_ms = (cpu_s() - t0) * 1e3;
   row.gpus = static_cast<int>(p.tasks.size());
   row.topo = p.cost.seconds;
   row.block = p.block_cost.seconds;
@@ -208,9 +216,9 @@ Row run(const std::string& name, const Family& fam, const topology::Fabric& fabr
   if (with_scotch) {
     Instance in = make_instance(fabric, nodes, r);
     std::vector<std::uint32_t> s;
-    double s0 = now_s();
+    double s0 = cpu_s();
     if (scotch_map(in, fam.spec, fabric, &s)) {
-      row.scotch_ms = (now_s() - s0) * 1e3;
+      row.scotch_ms = (cpu_s() - s0) * 1e3;
       row.scotch = evaluate_seconds(in.machine, in.traffic, s);
     }
   }
@@ -246,13 +254,14 @@ FatTreeSpec three_tier(int hosts, int per_leaf, int leaves_per_pod, double overs
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = false, scotch = true, scale = true;
+  bool quick = false, scotch = true, scale = true, suite = true;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--quick")) quick = true;
     else if (!std::strcmp(argv[i], "--no-scotch")) scotch = false;
     else if (!std::strcmp(argv[i], "--no-scale")) scale = false;
+    else if (!std::strcmp(argv[i], "--scale-only")) suite = false;
     else {
-      std::fprintf(stderr, "usage: mapper_bench [--quick] [--no-scotch] [--no-scale]\n");
+      std::fprintf(stderr, "usage: mapper_bench [--quick] [--no-scotch] [--no-scale | --scale-only]\n");
       return 2;
     }
   }
@@ -265,14 +274,14 @@ int main(int argc, char** argv) {
   // --- scale: one 5-dim layout from 1k to 131k GPUs, one core, time and peak memory ---------
   struct ScaleRow {
     int gpus;
-    double ms, rss, topo, block, lb;
+    double ms, wall_ms, rss, topo, block, lb;
   };
   std::vector<ScaleRow> scale_rows;
   if (scale) {
     std::printf("scale (3-tier 2:1, 32 hosts/leaf, 16 leaves/pod, whole hosts, "
                 "tp=8,cp=2,ep=2,pp=8,dp=auto):\n");
-    std::printf("  %8s %8s %10s %10s %10s %10s %9s\n", "GPUs", "hosts", "map ms", "topo s",
-                "block s", "bound s", "peak MiB");
+    std::printf("  %8s %8s %10s %10s %10s %10s %10s %9s\n", "GPUs", "hosts", "cpu ms", "wall ms",
+                "topo s", "block s", "bound s", "peak MiB");
     std::vector<int> sizes = quick ? std::vector<int>{1024, 8192} :
                                      std::vector<int>{1024, 8192, 65536, 131072};
     auto node = make_node(8, 8, 450, 50);
@@ -285,13 +294,13 @@ int main(int argc, char** argv) {
       r.tasks_per_host = a.tasks_per_host;
       r.layout = parse_layout("tp=8,cp=2,ep=2,pp=8,dp=auto");
       std::vector<const topology::NodeTopology*> nodes(r.hosts.size(), &node);
-      double t0 = now_s();
+      double t0 = now_s(), c0 = cpu_s();
       RankPlan p = plan(f, nodes, r);
-      double ms = (now_s() - t0) * 1e3;
-      scale_rows.push_back({gpus, ms, peak_rss_mib(), p.cost.seconds, p.block_cost.seconds,
+      double ms = (cpu_s() - c0) * 1e3, wall = (now_s() - t0) * 1e3;
+      scale_rows.push_back({gpus, ms, wall, peak_rss_mib(), p.cost.seconds, p.block_cost.seconds,
                             p.lower_bound});
-      std::printf("  %8d %8d %10.1f %10.4f %10.4f %10.4f %9.1f\n", gpus, gpus / 8, ms,
-                  p.cost.seconds, p.block_cost.seconds, p.lower_bound, peak_rss_mib());
+      std::printf("  %8d %8d %10.1f %10.1f %10.4f %10.4f %10.4f %9.1f\n", gpus, gpus / 8, ms,
+                  wall, p.cost.seconds, p.block_cost.seconds, p.lower_bound, peak_rss_mib());
       std::fflush(stdout);
     }
     std::printf("\n");
@@ -330,6 +339,7 @@ int main(int argc, char** argv) {
     fam("3tier-2:1-names", s);
   }
   if (quick) families = {families[1], families[5], families[6], families[7], families[8]};
+  if (!suite) families.clear();
 
   const std::vector<std::pair<std::string, int>> layouts = {
       {"tp=8,pp=4,dp=auto", 256},        {"tp=8,pp=2,dp=auto", 128},
@@ -338,7 +348,7 @@ int main(int argc, char** argv) {
   std::vector<Row> rows;
   std::printf("suite:\n  %-36s %-30s %5s %5s %9s %9s %9s %9s %9s %7s %7s %8s %8s\n", "instance",
               "layout", "hosts", "GPUs", "block", "random", "scotch", "topo", "bound", "t/LB",
-              "t/blk", "map ms", "scot ms");
+              "t/blk", "cpu ms", "scot ms");
   int seed = 1;
   for (const auto& f : families) {
     topology::Fabric fabric = make_fat_tree(f.spec);
@@ -397,6 +407,10 @@ int main(int argc, char** argv) {
       if (r.scotch_ms >= r.topo_ms) ++scotch_slower;
     }
   }
+  std::printf("\ntargets (issue 4):\n");
+  auto verdict = [](bool ok) { return ok ? "PASS" : "FAIL"; };
+  if (rows.empty()) std::printf("  SKIP  suite targets (--scale-only)\n");
+  if (!rows.empty()) {
   std::printf("\nsummary over %zu instances:\n", rows.size());
   std::printf("  median topo / lower bound        %.4f\n", median(t_lb));
   std::printf("  median saving vs block (all)     %.1f%%\n", 100 * median(all_gain));
@@ -410,7 +424,6 @@ int main(int argc, char** argv) {
                 topo_ms, scotch_ms, scotch_slower, scotch_n);
   }
   std::printf("\ntargets (issue 4):\n");
-  auto verdict = [](bool ok) { return ok ? "PASS" : "FAIL"; };
   std::printf("  %s  topo <= 1.05 x lower bound (median): %.4f\n", verdict(median(t_lb) <= 1.05),
               median(t_lb));
   std::printf("  %s  topo never worse than block: %d instances worse\n",
@@ -425,10 +438,12 @@ int main(int argc, char** argv) {
   } else {
     std::printf("  SKIP  Scotch comparison (libscotch-dev not found or --no-scotch)\n");
   }
+  }
   for (const auto& s : scale_rows) {
     if (s.gpus == 131072) {
-      std::printf("  %s  131,072 GPUs mapped in <= 2 s with <= 1 GiB peak: %.0f ms, %.0f MiB\n",
-                  verdict(s.ms <= 2000 && s.rss <= 1024), s.ms, s.rss);
+      std::printf("  %s  131,072 GPUs mapped in <= 2 s (CPU, one thread) with <= 1 GiB peak: "
+                  "%.0f ms CPU (%.0f ms wall), %.0f MiB\n",
+                  verdict(s.ms <= 2000 && s.rss <= 1024), s.ms, s.wall_ms, s.rss);
     }
   }
   if (scale && quick) std::printf("  SKIP  131,072 GPUs (full mode only)\n");
