@@ -210,5 +210,46 @@ TEST(FabricIbnetdiscover, BinaryGarbageAndBadMapsAreRefused) {
   EXPECT_EQ(missing.code(), ErrorCode::kNotFound);
 }
 
+// Seeded byte mutations of real files of every format: each loads or throws topology::Error,
+// never crashes (this is what the ASan/UBSan build exercises).
+TEST(FabricIbnetdiscover, MutatedInputsOfEveryFormatFailCleanly) {
+  std::vector<std::string> sources = {
+      test::read_file(test::fixture(kPsmn)),
+      kSmall,
+      test::read_file(test::fixture("slurm-topology/psmn-x5-tree-from-ibnetdiscover.topology.conf")),
+      test::read_file(test::fixture("slurm-topology/slurm-testsuite-block-8x4-blocksizes.topology.conf")),
+      test::read_file(std::string(TOPOAWARE_TEST_FIXTURES) + "/../../etc/lab-cluster.toml"),
+  };
+  std::mt19937 rng(7);
+  const char alphabet[] = "[]()\"#=,-0123456789x \t\r\nSCa";
+  std::size_t loaded = 0, refused = 0;
+  for (std::size_t k = 0; k < sources.size(); ++k) {
+    for (int round = 0; round < 120; ++round) {
+      std::string text = sources[k];
+      int edits = 1 + static_cast<int>(rng() % 4);
+      for (int e = 0; e < edits && !text.empty(); ++e) {
+        std::size_t at = rng() % text.size();
+        switch (rng() % 3) {
+          case 0: text[at] = alphabet[rng() % (sizeof alphabet - 1)]; break;
+          case 1: text.erase(at, 1 + rng() % 16); break;
+          default: text.insert(at, 1, alphabet[rng() % (sizeof alphabet - 1)]); break;
+        }
+      }
+      std::string path = write_temp("mutant" + std::to_string(k) + (k == 4 ? ".toml" : ".txt"), text);
+      try {
+        Fabric f = load_fabric(path);
+        to_slurm_tree(f);
+        fabric_to_json(f);
+        ++loaded;
+      } catch (const Error& e) {
+        ++refused;
+        EXPECT_FALSE(std::string(e.what()).empty());
+      }
+    }
+  }
+  EXPECT_GT(refused, 100u);
+  EXPECT_GT(loaded, 10u);
+}
+
 }  // namespace
 }  // namespace topoaware::topology

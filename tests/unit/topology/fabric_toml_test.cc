@@ -82,6 +82,21 @@ TEST(FabricToml, LabCluster) {
   EXPECT_DOUBLE_EQ(f.tiers[0].oversubscription, 1.0);
 }
 
+TEST(FabricToml, Gb200Nvl72Example) {
+  Fabric f = load_fabric(etc("cluster-gb200-nvl72.toml"));
+  EXPECT_EQ(f.hosts.size(), 72u);
+  EXPECT_EQ(f.nvlink_domains.size(), 4u);
+  std::vector<std::string> names;
+  for (const LocalityLevel& l : f.levels) names.push_back(l.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"host", "nvlink", "leaf", "spine"}));
+  EXPECT_EQ(f.rails, 4);
+  EXPECT_TRUE(host(f, "r3n07").excluded);
+  EXPECT_DOUBLE_EQ(f.tiers[0].oversubscription, 1.0);
+  EXPECT_TRUE(f.anomalies.empty());
+  EXPECT_TRUE(f.node_types[0].capture_path.ends_with("etc/captures/gb200-tray-topo.xml"));
+  EXPECT_DOUBLE_EQ(f.nvlink_domains[2].gpu_bandwidth, 900.0);
+}
+
 const char* kNvl72 = R"(
 name = "gb200"
 [defaults]
