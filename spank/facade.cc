@@ -398,8 +398,8 @@ int ta_set_spec(const char* spec, char* err, size_t errlen) {
 int ta_active(void) { return state().active ? 1 : 0; }
 const char* ta_spec(void) { return state().spec.c_str(); }
 
-int ta_local_check(uint32_t job_id, const char* hosts_text, uint32_t ntasks, ta_line_fn out,
-                   void* arg, char* err, size_t errlen) {
+int ta_local_check(uint32_t job_id, const char* hosts_text, uint32_t nnodes, uint32_t ntasks,
+                   ta_line_fn out, void* arg, char* err, size_t errlen) {
   State& s = ensure_config();
   // A SPEC that cannot fill the world is the user's error whatever the policy.
   int rc = guarded(err, errlen, [&] {
@@ -421,7 +421,14 @@ int ta_local_check(uint32_t job_id, const char* hosts_text, uint32_t ntasks, ta_
                        judge_line(fabric, hosts, &spread);
     if (spread) line += "; more spread than the fabric allows";
     out(arg, spread ? 3 : 0, line.c_str());
-    // The summary plans the step as Slurm's block distribution would lay it out.
+    // The summary plans the step as Slurm's block distribution would lay it out; srun cannot
+    // know before launch which hosts a step on part of the allocation gets.
+    if (nnodes != hosts.size()) {
+      out(arg, 1, ("topo-aware: the step uses " + std::to_string(nnodes) + " of the " +
+                   std::to_string(hosts.size()) + " allocated hosts; its plan is made at launch")
+                      .c_str());
+      return 0;
+    }
     NodeModels nodes = load_nodes(s.config, fabric, hosts);
     mapper::Request request;
     request.hosts = hosts;

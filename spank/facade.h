@@ -38,10 +38,10 @@ const char *ta_spec(void);
 
 /* srun, before launch: checks the SPEC against the world size, judges the allocation (`hosts`:
  * newline-separated, Slurm's order) against the fabric and emits the one-line verdict at level 0
- * and the plan summary at level 1. A SPEC that does not fit the world returns -1; any other
+ * and the plan summary at level 1 (when the step spans the whole allocation, `nnodes` hosts). A SPEC that does not fit the world returns -1; any other
  * problem follows the policy (fail-open: a warning through `out` and 0). */
-int ta_local_check(uint32_t job_id, const char *hosts, uint32_t ntasks, ta_line_fn out,
-                   void *arg, char *err, size_t errlen);
+int ta_local_check(uint32_t job_id, const char *hosts, uint32_t nnodes, uint32_t ntasks,
+                   ta_line_fn out, void *arg, char *err, size_t errlen);
 
 /* What slurmstepd knows about the step, in plain C. */
 struct ta_step {

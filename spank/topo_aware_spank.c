@@ -146,7 +146,7 @@ static char *expand_hosts(const char *list) {
 /* srun, after the allocation and before launch. */
 int slurm_spank_local_user_init(spank_t sp, int ac, char **av) {
   char err[TA_ERRLEN] = "";
-  uint32_t job_id = 0, ntasks = 0;
+  uint32_t job_id = 0, ntasks = 0, nnodes = 0;
   job_info_msg_t *job = NULL;
   char *hosts = NULL;
   int rc;
@@ -154,7 +154,8 @@ int slurm_spank_local_user_init(spank_t sp, int ac, char **av) {
   (void)av;
   if (spank_context() != S_CTX_LOCAL || !ta_active()) return 0;
   if (spank_get_item(sp, S_JOB_ID, &job_id) != ESPANK_SUCCESS ||
-      spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &ntasks) != ESPANK_SUCCESS) {
+      spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &ntasks) != ESPANK_SUCCESS ||
+      spank_get_item(sp, S_JOB_NNODES, &nnodes) != ESPANK_SUCCESS) {
     slurm_error("topo-aware: %s: job id or task count not available", __func__);
     return ta_fail_closed() ? -1 : 0;
   }
@@ -164,7 +165,8 @@ int slurm_spank_local_user_init(spank_t sp, int ac, char **av) {
     hosts = expand_hosts(job->job_array[0].nodes);
   }
   if (job != NULL) slurm_free_job_info_msg(job);
-  rc = ta_local_check(job_id, hosts != NULL ? hosts : "", ntasks, emit, NULL, err, sizeof err);
+  rc = ta_local_check(job_id, hosts != NULL ? hosts : "", nnodes, ntasks, emit, NULL, err,
+                      sizeof err);
   free(hosts);
   if (rc == -1) {
     slurm_error("topo-aware: %s", err);
