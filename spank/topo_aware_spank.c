@@ -99,17 +99,20 @@ static int env_fallback_local(void) {
 }
 
 int slurm_spank_init_post_opt(spank_t sp, int ac, char **av) {
-  (void)sp;
   (void)ac;
   (void)av;
   switch (spank_context()) {
     case S_CTX_LOCAL:
     case S_CTX_ALLOCATOR:
       return env_fallback_local();
-    case S_CTX_REMOTE:
-      /* Still root here: the shared base of the per-job directories, if missing. */
-      ta_prepare_job_dir_base();
+    case S_CTX_REMOTE: {
+      /* Still root here: the shared base of the per-job directories, if missing -- only for a
+       * step that asks for topo-aware, so others do not even read the configuration. */
+      char probe[8];
+      spank_err_t e = spank_getenv(sp, "TOPO_AWARE", probe, sizeof probe);
+      if (ta_active() || e == ESPANK_SUCCESS || e == ESPANK_NOSPACE) ta_prepare_job_dir_base();
       return 0;
+    }
     default:
       return 0;
   }

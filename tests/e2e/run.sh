@@ -157,12 +157,16 @@ lab_srun plainv -N4 -n32 -v --topo-aware=tp=8,pp=2 true
 check "srun -v prints the plan summary" grep -q 'topo-aware: plan tp=8,pp=2' "$OUT/plainv.err"
 
 # A job of an ordinary user: the per-job directory and the XML belong to that user.
+# With job_dir missing, slurmstepd (root) re-creates it like /tmp (root, 1777) first.
 if id nobody >/dev/null 2>&1 && command -v runuser >/dev/null; then
+  rm -rf "$LAB/jobs"
   (cd / && timeout 60 runuser -u nobody -- srun -N4 -n32 --topo-aware=tp=8 "$ENVDUMP") \
     >"$OUT/user.out" 2>"$OUT/user.err"
   check "a job of user nobody exits 0" test $? -eq 0
   check "its NCCL XML and per-job directory belong to nobody (0644 / 0700)" \
     bash -c "grep ' FILE=' '$OUT/user.out' | awk '{print \$2, \$3, \$4, \$5}' | sort -u | grep -qx 'FILE=644 nobody 700 nobody'"
+  check "the missing job_dir was re-created root-owned 1777" \
+    test "$(stat -c '%a %U' "$LAB/jobs" 2>/dev/null)" = "1777 root"
 fi
 
 # The option absent: the plugin is loaded and changes nothing.
