@@ -232,6 +232,9 @@ class NvmlScan {
 
   VertexId nvswitch() {
     if (!nvswitch_.valid()) {
+      // One NVSwitch fabric per node: reuse the vertex another source made.
+      auto existing = node_.graph.of_kind(VertexKind::kNvSwitch);
+      if (!existing.empty()) return nvswitch_ = existing.front();
       Vertex v;
       v.kind = VertexKind::kNvSwitch;
       v.name = "NVSwitch";
