@@ -209,6 +209,19 @@ TEST(Nvml, EnrichingTwiceDoesNotDuplicateLinks) {
   EXPECT_EQ(n.graph.of_kind(VertexKind::kNvSwitch).size(), 1u);
 }
 
+TEST(Nvml, AnNvSwitchFromAnotherSourceIsReused) {
+  NodeTopology n = dgx();
+  Vertex s;
+  s.kind = VertexKind::kNvSwitch;
+  s.name = "NVSwitch";
+  VertexId existing = n.graph.add_vertex(s);
+  test::FakeNvml fake = test::FakeNvml::dgx_h100();
+  NvmlApi api = fake.api();
+  enrich_with_nvml(n, api);
+  EXPECT_EQ(n.graph.of_kind(VertexKind::kNvSwitch), std::vector<VertexId>{existing});
+  EXPECT_EQ(n.graph.links_of(existing).size(), 8u);
+}
+
 TEST(Nvml, RealLibraryLoadsOrSaysWhyNot) {
   std::string why;
   const NvmlApi* api = load_nvml(&why);
