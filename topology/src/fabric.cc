@@ -386,8 +386,31 @@ void analyze(Fabric& f) {
     } else {
       lv.group_uplink_gbps = lv.group_downlink_gbps;
     }
+    // A group is named by its one switch at this level's tier; else, at the leaf level, by the
+    // [[unit]] all its hosts come from (when no other group or switch has that name).
+    std::vector<std::string> unit_of(groups);
+    std::vector<char> mixed(groups, 0);
+    if (level_tier == 1) {
+      for (std::size_t h = 0; h < nh; ++h) {
+        std::uint32_t k = lv.group_of_host[h];
+        const std::string& u = f.hosts[h].unit;
+        if (u.empty() || (!unit_of[k].empty() && unit_of[k] != u)) mixed[k] = 1;
+        unit_of[k] = u;
+      }
+    }
+    std::unordered_map<std::string, int> unit_uses;
     for (std::size_t k = 0; k < groups; ++k) {
-      lv.group_name[k] = top_names[k].size() == 1 ? top_names[k][0] : name + "-group" + std::to_string(k);
+      if (!mixed[k] && !unit_of[k].empty()) ++unit_uses[unit_of[k]];
+    }
+    for (std::size_t k = 0; k < groups; ++k) {
+      if (top_names[k].size() == 1) {
+        lv.group_name[k] = top_names[k][0];
+      } else if (!mixed[k] && !unit_of[k].empty() && unit_uses[unit_of[k]] == 1 &&
+                 !g.find_name(VertexKind::kSwitch, unit_of[k]).valid()) {
+        lv.group_name[k] = unit_of[k];
+      } else {
+        lv.group_name[k] = name + "-group" + std::to_string(k);
+      }
     }
     if (level_tier < 1) {
       for (std::size_t h = 0; h < nh; ++h) {

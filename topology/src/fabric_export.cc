@@ -215,6 +215,7 @@ std::string fabric_to_json(const Fabric& f) {
     if (h.nvlink_domain >= 0) o["nvlink_domain"] = f.nvlink_domains[static_cast<std::size_t>(h.nvlink_domain)].name;
     if (h.excluded) o["excluded"] = true;
     if (h.degraded != 1.0) o["degraded"] = h.degraded;
+    if (!h.unit.empty()) o["unit"] = h.unit;
     o["locality_key"] = f.locality_key(i);
     hosts.push_back(std::move(o));
   }
@@ -300,6 +301,9 @@ std::string fabric_to_json(const Fabric& f) {
   ordered_json an = ordered_json::array();
   for (const Anomaly& a : f.anomalies) an.push_back({{"kind", a.kind}, {"message", a.message}});
   j["anomalies"] = std::move(an);
+  ordered_json declared = ordered_json::object();
+  for (const auto& [t, v] : f.declared_oversubscription) declared[std::to_string(t)] = v;
+  j["declared_oversubscription"] = std::move(declared);
   j["notes"] = f.notes;
   return j.dump(2) + "\n";
 }

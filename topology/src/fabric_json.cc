@@ -1,5 +1,6 @@
 // Reloads the JSON that fabric_to_json() writes ("format": "topo-aware-fabric"), so a fabric
 // imported once (and perhaps edited) can be passed around as one file.
+#include <charconv>
 #include <nlohmann/json.hpp>
 
 #include "fabric_build.h"
@@ -84,6 +85,7 @@ Fabric parse_fabric_json(const std::string& path, std::string_view text) {
       hi.node_type = h.value("node_type", std::string());
       hi.excluded = h.value("excluded", false);
       hi.degraded = h.value("degraded", 1.0);
+      hi.unit = h.value("unit", std::string());
       if (!(hi.degraded >= 0 && hi.degraded <= 1)) {
         throw Error(ErrorCode::kBadInput, at, "degraded must be within 0..1");
       }
@@ -118,6 +120,16 @@ Fabric parse_fabric_json(const std::string& path, std::string_view text) {
         f.blocks.emplace_back(bl.at("name").get<std::string>(), std::move(members));
       }
       f.block_sizes = j.value("block_sizes", std::vector<int>{});
+    }
+    if (j.contains("declared_oversubscription")) {
+      for (const auto& [t, v] : j.at("declared_oversubscription").items()) {
+        int tier = 0;
+        auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), tier);
+        if (ec != std::errc() || p != t.data() + t.size()) {
+          throw Error(ErrorCode::kBadInput, at, "declared_oversubscription key \"" + t + "\" is not a tier");
+        }
+        f.declared_oversubscription[tier] = v.get<double>();
+      }
     }
     if (j.contains("notes")) f.notes = j.at("notes").get<std::vector<std::string>>();
     return b.take();

@@ -188,6 +188,7 @@ Fabric parse_fabric_toml(const std::string& path, std::string_view text) {
     std::string wiring = r.str(t, "wiring", what, false, "spread");
     int nics = static_cast<int>(r.num(t, "nics", 1, 1, 64));
     std::string type = r.str(t, "node_type", what, false);
+    std::string unit_name = r.str(t, "name", what, false);
     if (!type.empty() && !known_type(type)) {
       r.fail(*t.get("node_type"), "node type \"" + type + "\" is not defined in [node_types]");
     }
@@ -212,6 +213,7 @@ Fabric parse_fabric_toml(const std::string& path, std::string_view text) {
       }
       std::uint32_t idx = b.host(h);
       f.hosts[idx].node_type = type;
+      f.hosts[idx].unit = unit_name;
       if (leaf_ids.empty()) continue;
       for (int k = 0; k < nics; ++k) {
         std::string nic = "nic" + std::to_string(k);

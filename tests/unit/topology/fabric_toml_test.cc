@@ -59,8 +59,10 @@ TEST(FabricToml, DgxH100SlurmExports) {
   Fabric f = load_fabric(etc("cluster-dgx-h100.toml"));
   // Hosts sit on 8 leaves each: Slurm's tree gets one switch per scalable unit.
   std::string tree = to_slurm_tree(f);
-  EXPECT_NE(tree.find("Nodes=dgx[001-032]\n"), std::string::npos) << tree;
-  EXPECT_NE(tree.find("Nodes=dgx[033-064]\n"), std::string::npos) << tree;
+  // The leaf groups are named after their [[unit]], the top after the level.
+  EXPECT_NE(tree.find("SwitchName=su1 Nodes=dgx[001-032]\n"), std::string::npos) << tree;
+  EXPECT_NE(tree.find("SwitchName=su2 Nodes=dgx[033-064]\n"), std::string::npos) << tree;
+  EXPECT_NE(tree.find("SwitchName=spine-group0 Switches=su[1-2]\n"), std::string::npos) << tree;
   Fabric t = load_fabric(write_temp("dgx-tree.conf", tree));
   EXPECT_EQ(t.levels.back().group_uplink_gbps.size(), 1u);
   EXPECT_EQ(t.tiers.size(), 2u);

@@ -30,6 +30,7 @@ struct HostInfo {
   std::string node_type;           // node type name (TOML description), empty if unknown
   bool excluded = false;           // down / drained: not to be used
   double degraded = 1.0;           // fraction of nominal fabric bandwidth still available
+  std::string unit;                // TOML [[unit]] name (a scalable unit), empty if none
 };
 
 struct FabricTier {
