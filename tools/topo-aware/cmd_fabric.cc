@@ -51,8 +51,8 @@ std::string some(std::vector<std::string> names, std::size_t limit) {
   std::sort(names.begin(), names.end(), [](const std::string& a, const std::string& b) {
     return topology::hostname_less(a, b);
   });
-  std::string out = topology::compress_hostlist(
-      std::vector<std::string>(names.begin(), names.begin() + static_cast<long>(std::min(limit, names.size()))));
+  std::string out = topology::compress_hostlist(std::vector<std::string>(
+      names.begin(), names.begin() + static_cast<long>(std::min(limit, names.size()))));
   if (names.size() > limit) out += " ... (" + std::to_string(names.size() - limit) + " more)";
   return out;
 }
@@ -85,7 +85,8 @@ std::string fabric_to_text(const topology::Fabric& f, int verbose) {
   for (const LocalityLevel& lv : f.levels) {
     if (lv.name != "leaf" && lv.name != "block") continue;
     std::vector<std::vector<std::string>> members(lv.group_uplink_gbps.size());
-    for (std::size_t h = 0; h < f.hosts.size(); ++h) members[lv.group_of_host[h]].push_back(f.hosts[h].name);
+    for (std::size_t h = 0; h < f.hosts.size(); ++h)
+      members[lv.group_of_host[h]].push_back(f.hosts[h].name);
     std::vector<std::vector<std::string>> r = {{"GROUP", "HOSTS", "DOWN", "UP", "NAMES"}};
     std::size_t shown = 0;
     for (std::size_t k = 0; k < members.size(); ++k) {
@@ -110,7 +111,8 @@ std::string fabric_to_text(const topology::Fabric& f, int verbose) {
 
   out << "\nrails: ";
   if (f.rail_optimized) {
-    out << f.rails << " (rail-optimized: NIC k of every host in a leaf group reaches the same switch)\n";
+    out << f.rails
+        << " (rail-optimized: NIC k of every host in a leaf group reaches the same switch)\n";
   } else {
     out << "none detected\n";
   }

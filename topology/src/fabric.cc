@@ -6,6 +6,8 @@
 // group (hosts sharing any leaf, transitively: a scalable unit when rail-optimized), then one level
 // per higher tier formed by merging the groups each tier-t switch reaches downward; a level that
 // merges nothing is dropped, so the last level is the connected fabric.
+#include "topoaware/topology/fabric.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <numeric>
@@ -13,7 +15,6 @@
 #include <set>
 
 #include "topoaware/topology/error.h"
-#include "topoaware/topology/fabric.h"
 
 namespace topoaware::topology {
 namespace {
@@ -146,7 +147,8 @@ std::vector<VertexId> down_neighbours(const Fabric& f, const std::vector<int>& t
     const Link& l = f.graph.link(lid);
     VertexId o = f.graph.other_end(lid, s);
     if (!is_switch(f.graph, o) || o == s) continue;
-    if (f.hierarchical ? (l.a == s && l.b == o) : (tier[o.value] > 0 && tier[o.value] < tier[s.value])) {
+    if (f.hierarchical ? (l.a == s && l.b == o)
+                       : (tier[o.value] > 0 && tier[o.value] < tier[s.value])) {
       out.push_back(o);
     }
   }
@@ -190,7 +192,8 @@ void add_anomalies(Fabric& f, const std::vector<int>& tier, int top) {
         const Link& l = g.link(lid);
         VertexId o = g.other_end(lid, s);
         bool host = g.vertex(o).kind == VertexKind::kHost;
-        bool up = is_switch(g, o) && (f.hierarchical ? l.b == s && l.a == o : tier[o.value] > tier[i]);
+        bool up =
+            is_switch(g, o) && (f.hierarchical ? l.b == s && l.a == o : tier[o.value] > tier[i]);
         if ((cls == 0 && host) || (cls == 1 && up)) sib.push_back(&l);
       }
       if (sib.size() < 2) continue;
@@ -248,18 +251,18 @@ void add_anomalies(Fabric& f, const std::vector<int>& tier, int top) {
       std::size_t below = 0;
       for (auto& u : up) below += u.first < hi->first * 0.999 ? 1 : 0;
       f.anomalies.push_back(
-          {"asymmetric-uplinks",
-           "tier " + std::to_string(t) + ": " + std::to_string(below) + " of " +
-               std::to_string(up.size()) + " switches have less upward capacity than " +
-               hi->second + " (" + fmt_gbps(hi->first) + "), e.g. " + lo->second + " (" +
-               fmt_gbps(lo->first) + ")"});
+          {"asymmetric-uplinks", "tier " + std::to_string(t) + ": " + std::to_string(below) +
+                                     " of " + std::to_string(up.size()) +
+                                     " switches have less upward capacity than " + hi->second +
+                                     " (" + fmt_gbps(hi->first) + "), e.g. " + lo->second + " (" +
+                                     fmt_gbps(lo->first) + ")"});
     }
   }
   for (const auto& [t, declared] : f.declared_oversubscription) {
     if (t < 1 || t > static_cast<int>(f.tiers.size())) {
-      f.anomalies.push_back({"declared-oversubscription",
-                             "oversubscription declared for tier " + std::to_string(t) +
-                                 ", which the fabric does not have"});
+      f.anomalies.push_back({"declared-oversubscription", "oversubscription declared for tier " +
+                                                              std::to_string(t) +
+                                                              ", which the fabric does not have"});
       continue;
     }
     double got = f.tiers[static_cast<std::size_t>(t - 1)].oversubscription;
@@ -419,8 +422,10 @@ void analyze(Fabric& f) {
       if (name == "nvlink") {
         for (std::size_t h = 0; h < nh; ++h) {
           int d = f.hosts[h].nvlink_domain;
-          if (d >= 0) lv.group_name[lv.group_of_host[h]] = f.nvlink_domains[static_cast<std::size_t>(d)].name;
-          else lv.group_name[lv.group_of_host[h]] = f.hosts[h].name;
+          if (d >= 0)
+            lv.group_name[lv.group_of_host[h]] = f.nvlink_domains[static_cast<std::size_t>(d)].name;
+          else
+            lv.group_name[lv.group_of_host[h]] = f.hosts[h].name;
         }
       }
     }
@@ -456,7 +461,8 @@ void analyze(Fabric& f) {
       for (VertexId s : f.tiers[static_cast<std::size_t>(t - 1)].switches) {
         for (VertexId c : down_neighbours(f, tier, s)) uf.unite(vnode(s), vnode(c));
       }
-      std::string name = t == top ? "spine" : (t == 2 && top == 3 ? "pod" : "tier" + std::to_string(t));
+      std::string name =
+          t == top ? "spine" : (t == 2 && top == 3 ? "pod" : "tier" + std::to_string(t));
       push_level(name, host_reps(), kNicLatencyUs + (2 * t - 1) * kSwitchHopUs, t, false);
     }
   }
@@ -511,8 +517,9 @@ void analyze(Fabric& f) {
       bool ok = distinct.size() == first.size();
       for (std::uint32_t h : m) ok = ok && f.hosts[h].port_switch == first;
       all_aligned = all_aligned && ok;
-      if (ok) rails = rails == 0 ? static_cast<int>(first.size())
-                                 : std::min(rails, static_cast<int>(first.size()));
+      if (ok)
+        rails = rails == 0 ? static_cast<int>(first.size())
+                           : std::min(rails, static_cast<int>(first.size()));
     }
     if (considered > 0 && all_aligned) {
       f.rail_optimized = true;

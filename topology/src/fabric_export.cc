@@ -96,7 +96,8 @@ std::string to_slurm_tree(const Fabric& f) {
     }
     return out.str();
   }
-  out << "# Hosts have ports on several leaf switches (rail-optimized); each leaf group is written\n"
+  out << "# Hosts have ports on several leaf switches (rail-optimized); each leaf group is "
+         "written\n"
          "# as one Slurm leaf switch and each higher group as a switch above it.\n";
   std::size_t first = leaf_level(f);
   if (first >= f.levels.size()) return out.str();
@@ -112,8 +113,8 @@ std::string to_slurm_tree(const Fabric& f) {
       if (li == first) {
         bool attached = !f.hosts[members[k][0]].leaves.empty();
         if (!attached) continue;
-        out << "SwitchName=" << gname(lv, k)
-            << " Nodes=" << ranged(host_names(f, members[k])) << "\n";
+        out << "SwitchName=" << gname(lv, k) << " Nodes=" << ranged(host_names(f, members[k]))
+            << "\n";
       } else {
         const LocalityLevel& below = f.levels[li - 1];
         std::vector<std::string> kids;
@@ -151,7 +152,8 @@ std::string to_slurm_block(const Fabric& f) {
     }
   }
   if (blocks.empty()) {
-    throw Error(ErrorCode::kBadInput, f.source, "no host is attached to a switch: no blocks to write");
+    throw Error(ErrorCode::kBadInput, f.source,
+                "no host is attached to a switch: no blocks to write");
   }
   std::size_t base = SIZE_MAX;
   for (const auto& [name, members] : blocks) {
@@ -212,7 +214,8 @@ std::string fabric_to_json(const Fabric& f) {
     }
     o["ports"] = std::move(ports);
     if (!h.node_type.empty()) o["node_type"] = h.node_type;
-    if (h.nvlink_domain >= 0) o["nvlink_domain"] = f.nvlink_domains[static_cast<std::size_t>(h.nvlink_domain)].name;
+    if (h.nvlink_domain >= 0)
+      o["nvlink_domain"] = f.nvlink_domains[static_cast<std::size_t>(h.nvlink_domain)].name;
     if (h.excluded) o["excluded"] = true;
     if (h.degraded != 1.0) o["degraded"] = h.degraded;
     if (!h.unit.empty()) o["unit"] = h.unit;
@@ -250,7 +253,8 @@ std::string fabric_to_json(const Fabric& f) {
     for (int k = 0; k < f.rails; ++k) {
       std::set<std::string> names;
       for (const HostInfo& h : f.hosts) {
-        if (static_cast<int>(h.port_switch.size()) > k) names.insert(g.vertex(h.port_switch[static_cast<std::size_t>(k)]).name);
+        if (static_cast<int>(h.port_switch.size()) > k)
+          names.insert(g.vertex(h.port_switch[static_cast<std::size_t>(k)]).name);
       }
       ordered_json r;
       r["rail"] = k;
@@ -326,8 +330,9 @@ std::string fabric_to_dot(const Fabric& f) {
   for (int t = top; t >= 1; --t) {
     out << "  { rank=same; // tier " << t << "\n";
     for (VertexId s : f.tiers[static_cast<std::size_t>(t - 1)].switches) {
-      out << "    " << quote(g.vertex(s).name) << " [shape=box, style=filled, fillcolor="
-          << (t == 1 ? "\"#cfe2f3\"" : "\"#f4cccc\"") << "];\n";
+      out << "    " << quote(g.vertex(s).name)
+          << " [shape=box, style=filled, fillcolor=" << (t == 1 ? "\"#cfe2f3\"" : "\"#f4cccc\"")
+          << "];\n";
     }
     out << "  }\n";
   }
@@ -345,7 +350,8 @@ std::string fabric_to_dot(const Fabric& f) {
   };
   for (const Link& l : g.links()) {
     bool swap = rank(l.b) < rank(l.a) || (rank(l.b) == rank(l.a) && l.b.value < l.a.value);
-    auto& e = edges[swap ? std::make_pair(l.b.value, l.a.value) : std::make_pair(l.a.value, l.b.value)];
+    auto& e =
+        edges[swap ? std::make_pair(l.b.value, l.a.value) : std::make_pair(l.a.value, l.b.value)];
     e.first += 1;
     e.second += l.bandwidth;
   }

@@ -30,8 +30,9 @@ Fabric parse_fabric_json(const std::string& path, std::string_view text) {
   std::string at = path;
   try {
     if (!j.is_object() || j.value("format", std::string()) != "topo-aware-fabric") {
-      throw Error(ErrorCode::kUnsupported, path,
-                  "JSON that is not topo-aware's fabric format (\"format\": \"topo-aware-fabric\")");
+      throw Error(
+          ErrorCode::kUnsupported, path,
+          "JSON that is not topo-aware's fabric format (\"format\": \"topo-aware-fabric\")");
     }
     FabricBuilder b(j.value("source", std::string("json:") + path));
     Fabric& f = b.fabric();
@@ -89,7 +90,8 @@ Fabric parse_fabric_json(const std::string& path, std::string_view text) {
       if (!(hi.degraded >= 0 && hi.degraded <= 1)) {
         throw Error(ErrorCode::kBadInput, at, "degraded must be within 0..1");
       }
-      if (h.contains("nvlink_domain")) domains[h.at("nvlink_domain").get<std::string>()].push_back(idx);
+      if (h.contains("nvlink_domain"))
+        domains[h.at("nvlink_domain").get<std::string>()].push_back(idx);
     }
     if (j.contains("nvlink_domains")) {
       for (const json& d : j.at("nvlink_domains")) {
@@ -126,7 +128,8 @@ Fabric parse_fabric_json(const std::string& path, std::string_view text) {
         int tier = 0;
         auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), tier);
         if (ec != std::errc() || p != t.data() + t.size()) {
-          throw Error(ErrorCode::kBadInput, at, "declared_oversubscription key \"" + t + "\" is not a tier");
+          throw Error(ErrorCode::kBadInput, at,
+                      "declared_oversubscription key \"" + t + "\" is not a tier");
         }
         f.declared_oversubscription[tier] = v.get<double>();
       }

@@ -76,8 +76,8 @@ double rate_gbps(std::string_view rate) {
     int lanes = std::stoi(r.substr(0, x));
     std::string speed = r.substr(x + 1);
     static const std::pair<const char*, double> kLane[] = {
-        {"SDR", 2.0},   {"DDR", 4.0},   {"QDR", 8.0},    {"FDR10", 10.0}, {"FDR", 13.64},
-        {"EDR", 25.0},  {"HDR", 50.0},  {"NDR", 100.0},  {"XDR", 200.0}};
+        {"SDR", 2.0},  {"DDR", 4.0},  {"QDR", 8.0},   {"FDR10", 10.0}, {"FDR", 13.64},
+        {"EDR", 25.0}, {"HDR", 50.0}, {"NDR", 100.0}, {"XDR", 200.0}};
     for (const auto& [name, gbit] : kLane) {
       if (speed == name) return lanes * gbit / 8.0;
     }
@@ -185,11 +185,13 @@ Format detect(const std::string& path, std::string_view text) {
   std::size_t control = 0;
   for (char c : head) {
     auto u = static_cast<unsigned char>(c);
-    if (u == 0) throw Error(ErrorCode::kBadInput, path, "binary data (NUL bytes), not a fabric description");
+    if (u == 0)
+      throw Error(ErrorCode::kBadInput, path, "binary data (NUL bytes), not a fabric description");
     if (u < 0x20 && c != '\n' && c != '\r' && c != '\t') ++control;
   }
   if (control * 50 > head.size() + 50) {
-    throw Error(ErrorCode::kBadInput, path, "binary data (control characters), not a fabric description");
+    throw Error(ErrorCode::kBadInput, path,
+                "binary data (control characters), not a fabric description");
   }
   if (detail::trim(text).empty()) throw Error(ErrorCode::kBadInput, path, "empty file");
   long line_no = 0;

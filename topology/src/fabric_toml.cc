@@ -13,9 +13,10 @@
 //
 // Every table and key is checked: an unknown key is an error (a typo must not silently change
 // the fabric). Errors name file:line from TOML++'s source positions.
+#include <toml++/toml.h>
+
 #include <filesystem>
 #include <set>
-#include <toml++/toml.h>
 
 #include "fabric_build.h"
 #include "topoaware/topology/error.h"
@@ -67,8 +68,10 @@ class Reader {
     const toml::node* n = t.get(key);
     if (n == nullptr) return fallback;
     std::optional<double> v;
-    if (n->is_integer()) v = static_cast<double>(*n->value<std::int64_t>());
-    else if (n->is_floating_point()) v = n->value<double>();
+    if (n->is_integer())
+      v = static_cast<double>(*n->value<std::int64_t>());
+    else if (n->is_floating_point())
+      v = n->value<double>();
     if (!v) fail(*n, std::string("\"") + key + "\" must be a number");
     if (!(*v >= lo && *v <= hi)) {
       fail(*n, std::string("\"") + key + "\" = " + std::to_string(*v) + " is out of range");
@@ -77,7 +80,8 @@ class Reader {
   }
 
   // Link bandwidth of a section: "link" (rate text) or "link_gbps", else the default.
-  std::pair<double, std::string> link(const toml::table& t, std::pair<double, std::string> dflt) const {
+  std::pair<double, std::string> link(const toml::table& t,
+                                      std::pair<double, std::string> dflt) const {
     if (const toml::node* n = t.get("link")) {
       auto v = n->value<std::string>();
       if (!v) fail(*n, "\"link\" must be a string such as \"4xNDR\" or \"400G\"");
@@ -112,7 +116,8 @@ class Reader {
     const toml::node* n = root.get(key);
     if (n == nullptr) return;
     const toml::array* arr = n->as_array();
-    if (arr == nullptr) fail(*n, std::string("\"") + key + "\" must be an array of tables ([[" + key + "]])");
+    if (arr == nullptr)
+      fail(*n, std::string("\"") + key + "\" must be an array of tables ([[" + key + "]])");
     for (const toml::node& e : *arr) f(table_of(e, std::string("[[") + key + "]]"));
   }
 
@@ -131,10 +136,12 @@ Fabric parse_fabric_toml(const std::string& path, std::string_view text) {
                 "TOML: " + std::string(e.description()));
   }
   Reader r(path);
-  r.only(root, {"name", "defaults", "node_types", "unit", "uplinks", "tier", "nvlink_domain", "hosts"},
+  r.only(root,
+         {"name", "defaults", "node_types", "unit", "uplinks", "tier", "nvlink_domain", "hosts"},
          "the top level");
   if (!root.get("unit")) {
-    throw Error(ErrorCode::kBadInput, path, "no [[unit]] table: a fabric description names its hosts in [[unit]]");
+    throw Error(ErrorCode::kBadInput, path,
+                "no [[unit]] table: a fabric description names its hosts in [[unit]]");
   }
   FabricBuilder b("toml:" + path);
   Fabric& f = b.fabric();
@@ -193,8 +200,9 @@ Fabric parse_fabric_toml(const std::string& path, std::string_view text) {
       r.fail(*t.get("node_type"), "node type \"" + type + "\" is not defined in [node_types]");
     }
     if (wiring != "rail" && wiring != "spread") {
-      r.fail(*t.get("wiring"), "wiring must be \"rail\" (NIC k of every host to leaf k) or "
-                               "\"spread\" (hosts split evenly over the leaves, all NICs on one)");
+      r.fail(*t.get("wiring"),
+             "wiring must be \"rail\" (NIC k of every host to leaf k) or "
+             "\"spread\" (hosts split evenly over the leaves, all NICs on one)");
     }
     if (wiring == "rail" && static_cast<int>(leaves.size()) != nics) {
       r.fail(t, what + ": rail wiring needs one leaf per NIC (" + std::to_string(leaves.size()) +
@@ -239,8 +247,9 @@ Fabric parse_fabric_toml(const std::string& path, std::string_view text) {
     }
     for (const std::string& a : from) {
       if (!b.switch_named(a).valid()) {
-        r.fail(*t.get("from"), "switch " + a + " is not a leaf of any [[unit]] nor the \"to\" of "
-                               "an earlier [[uplinks]]");
+        r.fail(*t.get("from"), "switch " + a +
+                                   " is not a leaf of any [[unit]] nor the \"to\" of "
+                                   "an earlier [[uplinks]]");
       }
       for (const std::string& c : to) {
         if (c == a) r.fail(t, "switch " + a + " is wired to itself");

@@ -86,9 +86,8 @@ std::vector<Item> parse(std::string_view list, const std::string& context) {
       std::size_t start = 0;
       while (start <= body.size()) {
         std::size_t comma = body.find(',', start);
-        std::string_view r = body.substr(start, comma == std::string_view::npos
-                                                    ? std::string_view::npos
-                                                    : comma - start);
+        std::string_view r = body.substr(
+            start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
         group.ranges.push_back(parse_range(r, context, list));
         if (comma == std::string_view::npos) break;
         start = comma + 1;
@@ -265,9 +264,9 @@ std::string compress_hostlist(const std::vector<std::string>& hosts) {
   struct Run {
     std::string prefix;
     std::uint64_t lo = 0, hi = 0;
-    int width = 0;        // fixed width (padded) or 0
+    int width = 0;  // fixed width (padded) or 0
     bool numbered = false;
-    std::string plain;    // a name without a trailing number
+    std::string plain;  // a name without a trailing number
   };
   std::vector<Run> runs;
   for (const std::string& h : hosts) {
@@ -280,8 +279,7 @@ std::string compress_hostlist(const std::vector<std::string>& hosts) {
     if (!runs.empty()) {
       Run& r = runs.back();
       if (r.numbered && r.prefix == s.prefix && r.hi + 1 == *s.number) {
-        bool fits = r.width == width ||
-                    (r.width > 0 && !s.padded && s.digits == r.width) ||
+        bool fits = r.width == width || (r.width > 0 && !s.padded && s.digits == r.width) ||
                     (r.width == 0 && !s.padded);
         // An unpadded run must not absorb a number whose digits would be ambiguous.
         if (fits) {

@@ -304,9 +304,9 @@ std::unordered_map<std::string, std::string> read_guid_map(const std::string& pa
     }
     auto [it, fresh] = first_line.emplace(key, line_no);
     if (!fresh) {
-      throw Error(ErrorCode::kBadInput, where(path, line_no),
-                  "GUID " + key + " mapped twice (first at line " + std::to_string(it->second) +
-                      ")");
+      throw Error(
+          ErrorCode::kBadInput, where(path, line_no),
+          "GUID " + key + " mapped twice (first at line " + std::to_string(it->second) + ")");
     }
     map.emplace(std::move(key), std::string(name));
   }
@@ -328,8 +328,9 @@ std::pair<std::string, std::string> host_from_description(const std::string& des
   } else {
     // mlx5_0, mlx4_1, hfi1_0, qib0, bnxt_re0, irdma1 ...
     std::size_t k = 0;
-    while (k < last.size() && (std::islower(static_cast<unsigned char>(last[k])) ||
-                               std::isdigit(static_cast<unsigned char>(last[k])) || last[k] == '_')) {
+    while (k < last.size() &&
+           (std::islower(static_cast<unsigned char>(last[k])) ||
+            std::isdigit(static_cast<unsigned char>(last[k])) || last[k] == '_')) {
       ++k;
     }
     hca = k == last.size() && !last.empty() && std::islower(static_cast<unsigned char>(last[0])) &&
@@ -375,8 +376,8 @@ Fabric parse_ibnetdiscover(const std::string& path, std::string_view text,
                     "switch name \"" + name + "\" is used twice (also line " +
                         std::to_string(nodes[it->second].line) + ")");
       }
-      switch_of[k] = b.add_switch(name, n.guid.empty() ? std::string() : "0x" + n.guid, n.desc,
-                                  n.nports);
+      switch_of[k] =
+          b.add_switch(name, n.guid.empty() ? std::string() : "0x" + n.guid, n.desc, n.nports);
       continue;
     }
     ++cas;
@@ -417,7 +418,8 @@ Fabric parse_ibnetdiscover(const std::string& path, std::string_view text,
         throw Error(ErrorCode::kBadInput, where(path, p.line),
                     "port [" + std::to_string(p.port) + "] of \"" + n.name + "\" links to [" +
                         std::to_string(p.peer_port) + "] of \"" + peer->name + "\" (line " +
-                        std::to_string(peer->line) + "), which lists no such port (truncated dump?)");
+                        std::to_string(peer->line) +
+                        "), which lists no such port (truncated dump?)");
       }
       if (back->peer != n.name || back->peer_port != p.port) {
         throw Error(ErrorCode::kBadInput, where(path, p.line),

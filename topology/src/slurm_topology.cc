@@ -167,7 +167,8 @@ Fabric parse_slurm_topology(const std::string& path, std::string_view text) {
         unsigned long speed = 0;
         auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), speed);
         if (ec != std::errc() || p != v.data() + v.size() || speed == 0 || speed > 1000000) {
-          throw Error(ErrorCode::kBadInput, ctx, "LinkSpeed \"" + v + "\" is not a positive number");
+          throw Error(ErrorCode::kBadInput, ctx,
+                      "LinkSpeed \"" + v + "\" is not a positive number");
         }
         s.link_gbit = static_cast<double>(speed);
       }
@@ -238,9 +239,8 @@ Fabric parse_slurm_topology(const std::string& path, std::string_view text) {
         auto [it, fresh] = node_owner.emplace(n, std::make_pair(s.name, s.line));
         if (!fresh) {
           throw Error(ErrorCode::kBadInput, where(path, s.line),
-                      "node " + n + " is listed under switch " + s.name +
-                          " and under switch " + it->second.first + " (line " +
-                          std::to_string(it->second.second) +
+                      "node " + n + " is listed under switch " + s.name + " and under switch " +
+                          it->second.first + " (line " + std::to_string(it->second.second) +
                           "); Slurm's topology/tree gives each node one leaf switch");
         }
         b.connect_host(b.host(n), sv, gbps, {}, {});
@@ -268,8 +268,8 @@ Fabric parse_slurm_topology(const std::string& path, std::string_view text) {
       auto [it, fresh] = node_owner.emplace(n, std::make_pair(bl.name, bl.line));
       if (!fresh) {
         throw Error(ErrorCode::kBadInput, where(path, bl.line),
-                    "node " + n + " is in block " + bl.name + " and in block " +
-                        it->second.first + " (line " + std::to_string(it->second.second) + ")");
+                    "node " + n + " is in block " + bl.name + " and in block " + it->second.first +
+                        " (line " + std::to_string(it->second.second) + ")");
       }
       std::uint32_t h = b.host(n);
       b.connect_host(h, sv, kDefaultLinkGbit / 8.0, {}, {});
@@ -287,15 +287,15 @@ Fabric parse_slurm_topology(const std::string& path, std::string_view text) {
       int v = 0;
       auto [p, ec] = std::from_chars(tok.data(), tok.data() + tok.size(), v);
       if (ec != std::errc() || p != tok.data() + tok.size() || v <= 0) {
-        throw Error(ErrorCode::kBadInput, ctx, "BlockSizes value \"" + std::string(tok) +
-                                                   "\" is not a positive number");
+        throw Error(ErrorCode::kBadInput, ctx,
+                    "BlockSizes value \"" + std::string(tok) + "\" is not a positive number");
       }
       if (base == 0) base = v;
       int ratio = v / base;
       if (v % base != 0 || (ratio & (ratio - 1)) != 0 || ratio > (1 << 15)) {
         throw Error(ErrorCode::kBadInput, ctx,
-                    "BlockSizes value " + std::to_string(v) +
-                        " is not the base size " + std::to_string(base) +
+                    "BlockSizes value " + std::to_string(v) + " is not the base size " +
+                        std::to_string(base) +
                         " times a power of two (up to 2^15), as slurmctld requires");
       }
       if (!f.block_sizes.empty() && v <= f.block_sizes.back()) {

@@ -69,14 +69,14 @@ const char* kPsmnMap = "ibnetdiscover/psmn-x5-guid-to-hostname.map";
 TEST(FabricCli, HelpNamesEveryOption) {
   CliRun r = cli("fabric --help");
   EXPECT_EQ(r.rc, 0);
-  for (const char* s : {"-i,--input", "--map", "--of", "slurm-tree", "slurm-block", "dot", "json",
-                        "-o,--output"}) {
+  for (const char* s :
+       {"-i,--input", "--map", "--of", "slurm-tree", "slurm-block", "dot", "json", "-o,--output"}) {
     EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
   }
 }
 
 TEST(FabricCli, UsageErrorsExitTwo) {
-  EXPECT_EQ(cli("fabric").rc, 2);                                   // -i is required
+  EXPECT_EQ(cli("fabric").rc, 2);  // -i is required
   EXPECT_EQ(cli(std::string("fabric -i ") + kPsmn + " --of yaml").rc, 2);
 }
 
@@ -84,9 +84,9 @@ TEST(FabricCli, TextShowsTiersHostsRailsAnomalies) {
   CliRun r = cli(std::string("fabric -i ") + kPsmn + " --map " + kPsmnMap);
   ASSERT_EQ(r.rc, 0) << r.err;
   expect_golden("fabric-psmn-x5.txt", r.out);
-  for (const char* s : {"11 switches, 89 hosts, 89 channel adapters, 3 tiers", "tiers:",
-                        "OVERSUB", "hosts per leaf group:", "rails:", "anomalies: 3", "slow-link",
-                        "r510gluster[1-4]"}) {
+  for (const char* s :
+       {"11 switches, 89 hosts, 89 channel adapters, 3 tiers", "tiers:", "OVERSUB",
+        "hosts per leaf group:", "rails:", "anomalies: 3", "slow-link", "r510gluster[1-4]"}) {
     EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
   }
 }
@@ -99,8 +99,8 @@ TEST(FabricCli, SlurmTreeFromIbnetdiscoverIsGolden) {
 
 TEST(FabricCli, JsonForScriptsAndOutputFile) {
   std::string out = scratch("fabric.json");
-  CliRun r = cli(std::string("fabric -i ") + kPsmn + " --map " + kPsmnMap + " --of json -o '" +
-                 out + "'");
+  CliRun r =
+      cli(std::string("fabric -i ") + kPsmn + " --map " + kPsmnMap + " --of json -o '" + out + "'");
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_TRUE(r.out.empty());
   nlohmann::json j = nlohmann::json::parse(slurp(out));
@@ -181,7 +181,9 @@ TEST(FabricCli, HostileInputExitsOneWithAClearMessage) {
     EXPECT_NE(r.err.find(c.says), std::string::npos) << c.says << "\n" << r.err;
     EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5)) << c.file;
   }
-  CliRun m = cli(std::string("fabric -i slurm-topology/psmn-x5-tree-from-ibnetdiscover.topology.conf --map ") + kPsmnMap);
+  CliRun m = cli(
+      std::string("fabric -i slurm-topology/psmn-x5-tree-from-ibnetdiscover.topology.conf --map ") +
+      kPsmnMap);
   EXPECT_EQ(m.rc, 1);
   EXPECT_NE(m.err.find("--map"), std::string::npos) << m.err;
   fs::remove_all(dir);

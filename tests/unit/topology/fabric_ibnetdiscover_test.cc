@@ -59,7 +59,8 @@ TEST(FabricIbnetdiscover, PsmnX5WithGuidMapMatchesTheRealTopologyConf) {
 }
 
 TEST(FabricIbnetdiscover, HdrCs8500IbdiagnetVariant) {
-  TOPOAWARE_SHARED_OR_SKIP(path, "ibnetdiscover/hk-hdr-cs8500-192sw-1182ca-ibdiagnet-generated.ibnetdiscover.txt");
+  TOPOAWARE_SHARED_OR_SKIP(
+      path, "ibnetdiscover/hk-hdr-cs8500-192sw-1182ca-ibdiagnet-generated.ibnetdiscover.txt");
   Fabric f = load_fabric(path);
   EXPECT_EQ(switch_count(f), 192u);
   EXPECT_EQ(f.channel_adapters, 1182u);
@@ -72,7 +73,7 @@ TEST(FabricIbnetdiscover, HdrCs8500IbdiagnetVariant) {
   EXPECT_EQ(a.port_nic, (std::vector<std::string>{"mlx5_0", "mlx5_1", "mlx5_2", "mlx5_5"}));
   EXPECT_EQ(f.graph.vertex(a.port_switch[0]).name, "S-b8cef60300617fda");
   EXPECT_EQ(a.leaves.size(), 4u);
-  EXPECT_DOUBLE_EQ(a.port_gbps[0], 25.0);  // 4xHDR
+  EXPECT_DOUBLE_EQ(a.port_gbps[0], 25.0);          // 4xHDR
   EXPECT_EQ(tier_of(f, "S-b8cef60300617c9a"), 1);  // external Quantum leaf with agpu hosts
   EXPECT_EQ(tier_of(f, "S-b8cef6030019c882"), 2);  // MCS8500/L01/U1 line ASIC
   ASSERT_EQ(f.tiers.size(), 3u);
@@ -81,7 +82,8 @@ TEST(FabricIbnetdiscover, HdrCs8500IbdiagnetVariant) {
 }
 
 TEST(FabricIbnetdiscover, QuantumDirectorCrlf) {
-  TOPOAWARE_SHARED_OR_SKIP(path, "ibnetdiscover/hk-hdr-quantum-60sw-director-2ca-crlf.ibnetdiscover.txt");
+  TOPOAWARE_SHARED_OR_SKIP(path,
+                           "ibnetdiscover/hk-hdr-quantum-60sw-director-2ca-crlf.ibnetdiscover.txt");
   Fabric f = load_fabric(path);
   EXPECT_EQ(switch_count(f), 60u);
   EXPECT_EQ(f.channel_adapters, 2u);
@@ -89,12 +91,14 @@ TEST(FabricIbnetdiscover, QuantumDirectorCrlf) {
   EXPECT_DOUBLE_EQ(host(f, "fit101").port_gbps.at(0), 1.0);  // the CA runs 4xSDR
   EXPECT_EQ(host(f, "fit26").port_nic.at(0), "HCA-3");
   bool loop_note = false;
-  for (const std::string& n : f.notes) loop_note |= n.find("loop from a switch back to itself") != std::string::npos;
+  for (const std::string& n : f.notes)
+    loop_note |= n.find("loop from a switch back to itself") != std::string::npos;
   EXPECT_TRUE(loop_note);  // [19] <-> [20] of S-98039b030096aa24
 }
 
 TEST(FabricIbnetdiscover, LabFakeGuidsCrlf) {
-  TOPOAWARE_SHARED_OR_SKIP(path, "ibnetdiscover/hk-lab-4sw-msb7800-12ca-fakeguids-crlf.ibnetdiscover.txt");
+  TOPOAWARE_SHARED_OR_SKIP(
+      path, "ibnetdiscover/hk-lab-4sw-msb7800-12ca-fakeguids-crlf.ibnetdiscover.txt");
   Fabric f = load_fabric(path);
   EXPECT_EQ(switch_count(f), 4u);
   EXPECT_EQ(f.channel_adapters, 12u);
@@ -128,7 +132,8 @@ const char* kSmall =
     "Switch  8 \"S-0000000000000a01\"  # \"leafA\" enhanced port 0 lid 1 lmc 0\r\n"
     "[1](1) \"H-0000000000000b01\"[1](b01)  # \"node012 HCA-1\" lid 3 4xNDR\r\n"
     "[2](2) \"H-0000000000000b02\"[1](b02)  # \"node012 HCA-2\" lid 4 4xNDR\r\n"
-    "[3](3) \"H-0000000000000b03\"[1](b03)  # \"MT4129 ConnectX7   Mellanox Technologies\" lid 5 4xHDR\r\n"
+    "[3](3) \"H-0000000000000b03\"[1](b03)  # \"MT4129 ConnectX7   Mellanox Technologies\" lid 5 "
+    "4xHDR\r\n"
     "\r\n"
     "caguid=0x0000000000000b01\r\n"
     "Ca  1 \"H-0000000000000b01\"  # \"node012 HCA-1\"\r\n"
@@ -216,8 +221,10 @@ TEST(FabricIbnetdiscover, MutatedInputsOfEveryFormatFailCleanly) {
   std::vector<std::string> sources = {
       test::read_file(test::fixture(kPsmn)),
       kSmall,
-      test::read_file(test::fixture("slurm-topology/psmn-x5-tree-from-ibnetdiscover.topology.conf")),
-      test::read_file(test::fixture("slurm-topology/slurm-testsuite-block-8x4-blocksizes.topology.conf")),
+      test::read_file(
+          test::fixture("slurm-topology/psmn-x5-tree-from-ibnetdiscover.topology.conf")),
+      test::read_file(
+          test::fixture("slurm-topology/slurm-testsuite-block-8x4-blocksizes.topology.conf")),
       test::read_file(std::string(TOPOAWARE_TEST_FIXTURES) + "/../../etc/lab-cluster.toml"),
   };
   std::mt19937 rng(7);
@@ -230,12 +237,19 @@ TEST(FabricIbnetdiscover, MutatedInputsOfEveryFormatFailCleanly) {
       for (int e = 0; e < edits && !text.empty(); ++e) {
         std::size_t at = rng() % text.size();
         switch (rng() % 3) {
-          case 0: text[at] = alphabet[rng() % (sizeof alphabet - 1)]; break;
-          case 1: text.erase(at, 1 + rng() % 16); break;
-          default: text.insert(at, 1, alphabet[rng() % (sizeof alphabet - 1)]); break;
+          case 0:
+            text[at] = alphabet[rng() % (sizeof alphabet - 1)];
+            break;
+          case 1:
+            text.erase(at, 1 + rng() % 16);
+            break;
+          default:
+            text.insert(at, 1, alphabet[rng() % (sizeof alphabet - 1)]);
+            break;
         }
       }
-      std::string path = write_temp("mutant" + std::to_string(k) + (k == 4 ? ".toml" : ".txt"), text);
+      std::string path =
+          write_temp("mutant" + std::to_string(k) + (k == 4 ? ".toml" : ".txt"), text);
       try {
         Fabric f = load_fabric(path);
         to_slurm_tree(f);

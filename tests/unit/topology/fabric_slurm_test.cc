@@ -32,7 +32,8 @@ TEST(FabricSlurm, NstdaTaraTwoLevels) {
 }
 
 TEST(FabricSlurm, PsmnGeneratedTreeWithSwitchCycle) {
-  Fabric f = load_fabric(test::fixture("slurm-topology/psmn-x5-tree-from-ibnetdiscover.topology.conf"));
+  Fabric f =
+      load_fabric(test::fixture("slurm-topology/psmn-x5-tree-from-ibnetdiscover.topology.conf"));
   EXPECT_EQ(switch_count(f), 11u);
   EXPECT_EQ(f.hosts.size(), 89u);
   EXPECT_EQ(leaf_membership(f).at("S-0008f105002036b4").size(), 24u);
@@ -44,7 +45,8 @@ TEST(FabricSlurm, PsmnGeneratedTreeWithSwitchCycle) {
 }
 
 TEST(FabricSlurm, UnbalancedFourLevelTree) {
-  Fabric f = load_fabric(test::fixture("slurm-topology/slurm-testsuite-4level-tree-unbalanced.topology.conf"));
+  Fabric f = load_fabric(
+      test::fixture("slurm-topology/slurm-testsuite-4level-tree-unbalanced.topology.conf"));
   EXPECT_EQ(switch_count(f), 528u);
   EXPECT_EQ(f.hosts.size(), 10000u);
   EXPECT_EQ(tier_of(f, "leaf100"), 1);
@@ -56,7 +58,8 @@ TEST(FabricSlurm, UnbalancedFourLevelTree) {
 }
 
 TEST(FabricSlurm, DisconnectedTrunksStaySeparate) {
-  Fabric f = load_fabric(test::fixture("slurm-topology/slurm-testsuite-disconnected-trunks.topology.conf"));
+  Fabric f = load_fabric(
+      test::fixture("slurm-topology/slurm-testsuite-disconnected-trunks.topology.conf"));
   EXPECT_EQ(switch_count(f), 7u);
   EXPECT_EQ(f.hosts.size(), 40u);
   // The outermost level: trunk A, trunk B and the standalone leafC.
@@ -64,13 +67,14 @@ TEST(FabricSlurm, DisconnectedTrunksStaySeparate) {
   auto key1 = f.locality_key(static_cast<std::uint32_t>(f.find_host("node1")));
   auto key9 = f.locality_key(static_cast<std::uint32_t>(f.find_host("node9")));
   auto key17 = f.locality_key(static_cast<std::uint32_t>(f.find_host("node17")));
-  EXPECT_NE(key1[1], key9[1]);        // different leaves
+  EXPECT_NE(key1[1], key9[1]);           // different leaves
   EXPECT_EQ(key1.back(), key9.back());   // same trunk
   EXPECT_NE(key1.back(), key17.back());  // other trunk
 }
 
 TEST(FabricSlurm, BlockWithBlockSizes) {
-  Fabric f = load_fabric(test::fixture("slurm-topology/slurm-testsuite-block-8x4-blocksizes.topology.conf"));
+  Fabric f = load_fabric(
+      test::fixture("slurm-topology/slurm-testsuite-block-8x4-blocksizes.topology.conf"));
   EXPECT_EQ(f.hosts.size(), 32u);
   ASSERT_EQ(f.blocks.size(), 8u);
   EXPECT_EQ(f.blocks[1].first, "b2");
@@ -90,7 +94,8 @@ TEST(FabricSlurm, BlockWithBlockSizes) {
 }
 
 TEST(FabricSlurm, YamlAndGresConfAreRefusedForWhatTheyAre) {
-  TOPOAWARE_SHARED_OR_SKIP(yaml, "slurm-topology/slurm-manpage-example-multi-topology.topology.yaml");
+  TOPOAWARE_SHARED_OR_SKIP(yaml,
+                           "slurm-topology/slurm-manpage-example-multi-topology.topology.yaml");
   Error y = load_error(yaml);
   EXPECT_EQ(y.code(), ErrorCode::kUnsupported);
   EXPECT_NE(std::string(y.what()).find("topology.yaml"), std::string::npos);
@@ -130,13 +135,15 @@ TEST(FabricSlurm, BadFilesAreRefusedAtTheirLine) {
       {"SwitchName=a Nodes=n[1-3\n", ":1", "bad hostlist"},
       {"SwitchName=a Nodes=n1\nBlockName=b Nodes=n2\n", ":2", "mixes"},
       {"BlockName=b1 Nodes=n[1-4]\nBlockSizes=4,12\n", ":2", "power of two"},
-      {"BlockName=b1 Nodes=n[1-4]\nBlockName=b2 Nodes=n[5-6]\nBlockSizes=4,8\n", ":2", "fewer than"},
+      {"BlockName=b1 Nodes=n[1-4]\nBlockName=b2 Nodes=n[5-6]\nBlockSizes=4,8\n", ":2",
+       "fewer than"},
       {"SwitchName=a \\\n  Nodes=n1 \\\n  Bogus=1\n", ":1", "unknown parameter"},
   };
   for (const Case& c : cases) {
     Error e = load_error(write_temp("bad.conf", c.text));
     EXPECT_NE(e.context().find(c.where), std::string::npos) << c.text << " -> " << e.context();
-    EXPECT_NE(std::string(e.what()).find(c.says), std::string::npos) << c.text << " -> " << e.what();
+    EXPECT_NE(std::string(e.what()).find(c.says), std::string::npos)
+        << c.text << " -> " << e.what();
   }
 }
 
@@ -179,14 +186,18 @@ TEST(FabricSlurm, TreeExportRoundTripsRealFiles) {
 }
 
 TEST(FabricSlurm, IbnetdiscoverToTreeMatchesTheRealPsmnFile) {
-  Fabric ib = load_fabric(test::fixture("ibnetdiscover/psmn-x5-qdr-voltaire-mellanox-100nodes.ibnetdiscover.txt"),
-                          test::fixture("ibnetdiscover/psmn-x5-guid-to-hostname.map"));
+  Fabric ib = load_fabric(
+      test::fixture("ibnetdiscover/psmn-x5-qdr-voltaire-mellanox-100nodes.ibnetdiscover.txt"),
+      test::fixture("ibnetdiscover/psmn-x5-guid-to-hostname.map"));
   std::string out = to_slurm_tree(ib);
-  EXPECT_NE(out.find("SwitchName=S-0008f10500108bba Nodes=r510gluster[1-4],x5570comp[1-2] LinkSpeed=32\n"),
-            std::string::npos)
+  EXPECT_NE(
+      out.find(
+          "SwitchName=S-0008f10500108bba Nodes=r510gluster[1-4],x5570comp[1-2] LinkSpeed=32\n"),
+      std::string::npos)
       << out;
   Fabric conf = load_fabric(write_temp("from-ib.conf", out));
-  Fabric real = load_fabric(test::fixture("slurm-topology/psmn-x5-tree-from-ibnetdiscover.topology.conf"));
+  Fabric real =
+      load_fabric(test::fixture("slurm-topology/psmn-x5-tree-from-ibnetdiscover.topology.conf"));
   EXPECT_EQ(leaf_membership(conf), leaf_membership(real));
 }
 

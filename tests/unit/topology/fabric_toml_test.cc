@@ -182,22 +182,28 @@ TEST(FabricToml, MistakesAreRefusedAtTheirLine) {
     const char* says;
   } cases[] = {
       {"[[unit]]\nhosts = \"n[1-2]\"\nleafs = \"l1\"\n", ":3", "unknown key \"leafs\""},
-      {"[[unit]]\nhosts = \"n[1-2]\"\nleaves = \"l1\"\nlink = \"4xQQR\"\n", ":4", "unknown link rate"},
-      {"[[unit]]\nhosts = \"n[1-2]\"\nleaves = \"l[1-2]\"\nwiring = \"rail\"\nnics = 4\nlink = \"4xHDR\"\n", ":1",
-       "one leaf per NIC"},
-      {"[defaults]\nlink=\"4xHDR\"\n[[unit]]\nhosts = \"n[1-2]\"\nleaves=\"a\"\n[[unit]]\nhosts = \"n2\"\nleaves=\"b\"\n",
+      {"[[unit]]\nhosts = \"n[1-2]\"\nleaves = \"l1\"\nlink = \"4xQQR\"\n", ":4",
+       "unknown link rate"},
+      {"[[unit]]\nhosts = \"n[1-2]\"\nleaves = \"l[1-2]\"\nwiring = \"rail\"\nnics = 4\nlink = "
+       "\"4xHDR\"\n",
+       ":1", "one leaf per NIC"},
+      {"[defaults]\nlink=\"4xHDR\"\n[[unit]]\nhosts = \"n[1-2]\"\nleaves=\"a\"\n[[unit]]\nhosts = "
+       "\"n2\"\nleaves=\"b\"\n",
        ":6", "two [[unit]]"},
       {"[[unit]]\nhosts = \"n[1-2]\"\n[hosts]\nexcluded = \"n3\"\n", ":4", "in no [[unit]]"},
       {"[[unit]]\nhosts = \"n[1-999999999]\"\n", ":2", "more than the limit"},
       {"[[unit]]\nhosts = \"n1\"\nnode_type = \"dgx\"\n", ":3", "not defined"},
       {"name = \"x\"\n[[unit]\n", ":2", "TOML"},
-      {"[defaults]\nlink=\"4xHDR\"\n[[unit]]\nhosts=\"n1\"\nleaves=\"a\"\n[[uplinks]]\nfrom=\"b\"\nto=\"c\"\n", ":7",
-       "not a leaf"},
+      {"[defaults]\nlink=\"4xHDR\"\n[[unit]]\nhosts=\"n1\"\nleaves=\"a\"\n[[uplinks]]\nfrom="
+       "\"b\"\nto=\"c\"\n",
+       ":7", "not a leaf"},
   };
   for (const Case& c : cases) {
     Error e = load_error(write_temp("bad.toml", c.text));
-    EXPECT_NE(e.context().find(c.where), std::string::npos) << c.text << " -> " << e.context() << " " << e.what();
-    EXPECT_NE(std::string(e.what()).find(c.says), std::string::npos) << c.text << " -> " << e.what();
+    EXPECT_NE(e.context().find(c.where), std::string::npos)
+        << c.text << " -> " << e.context() << " " << e.what();
+    EXPECT_NE(std::string(e.what()).find(c.says), std::string::npos)
+        << c.text << " -> " << e.what();
   }
 }
 
@@ -221,9 +227,11 @@ TEST(FabricJson, ScriptContractAndReload) {
   EXPECT_EQ(g.rails, 8);
   EXPECT_TRUE(host(g, "dgx017").excluded);
   EXPECT_DOUBLE_EQ(g.tiers[0].oversubscription, 2.0);
-  for (std::uint32_t h = 0; h < f.hosts.size(); ++h) EXPECT_EQ(g.locality_key(h), f.locality_key(h));
+  for (std::uint32_t h = 0; h < f.hosts.size(); ++h)
+    EXPECT_EQ(g.locality_key(h), f.locality_key(h));
   // Broken JSON names its line.
-  Error e = load_error(write_temp("broken.json", "{\n \"format\": \"topo-aware-fabric\",\n \"switches\": [\n"));
+  Error e = load_error(
+      write_temp("broken.json", "{\n \"format\": \"topo-aware-fabric\",\n \"switches\": [\n"));
   EXPECT_NE(e.context().find("broken.json:4"), std::string::npos) << e.context();
 }
 

@@ -25,7 +25,8 @@ TEST(Hostlist, RangesPaddingAndCommaLists) {
 
 TEST(Hostlist, SeveralBracketGroupsExpandLeftmostSlowest) {
   // The order libslurm's hostlist_shift gives for the same string.
-  EXPECT_EQ(expand_hostlist("gpu[1-2]-ib[0-1]"), (V{"gpu1-ib0", "gpu1-ib1", "gpu2-ib0", "gpu2-ib1"}));
+  EXPECT_EQ(expand_hostlist("gpu[1-2]-ib[0-1]"),
+            (V{"gpu1-ib0", "gpu1-ib1", "gpu2-ib0", "gpu2-ib1"}));
   EXPECT_EQ(hostlist_count("rack[1-4]-node[01-18],x"), 73u);
 }
 
@@ -76,7 +77,8 @@ TEST(Hostlist, CompressThenExpandRoundTrips) {
       {"gpu1-ib0", "gpu1-ib1", "gpu2-ib0"},
       {"dgx001", "dgx002", "dgx0100", "dgx0101"},
   };
-  for (const V& c : cases) EXPECT_EQ(expand_hostlist(compress_hostlist(c)), c) << compress_hostlist(c);
+  for (const V& c : cases)
+    EXPECT_EQ(expand_hostlist(compress_hostlist(c)), c) << compress_hostlist(c);
 }
 
 }  // namespace
