@@ -630,6 +630,21 @@ double lower_bound(const Machine& m, const Traffic& t) {
         per_split = 2 * S;
       }
       if (b.cap > 0) cross = std::max(cross, split * per_split / b.cap);
+      if (&b == &bins[0] && split > 0) {
+        // Some group must leave its host / NVLink domain: its hop out goes through the NIC
+        // ports of the members on the exit host (at most min(n-1, kmax) of them), and a split
+        // pipeline sends a stage's whole message through one port.
+        const double nd = static_cast<double>(n);
+        if (dt.pattern == Pattern::kRing) {
+          const double V = 2.0 * (nd - 1) / nd * S;
+          cross = std::max(cross, V / (static_cast<double>(std::min(n - 1, kmax)) * port));
+        } else if (dt.pattern == Pattern::kPipeline) {
+          cross = std::max(cross, S / port);
+        } else if (!m.rail_optimized) {
+          // The smallest piece (at most n/2 members) sends half its bytes or more off-bin.
+          cross = std::max(cross, 0.5 * S / port);
+        }
+      }
     }
     if (dt.pattern == Pattern::kRing) {
       total_bytes = static_cast<double>(t.world) * 2.0 * static_cast<double>(n - 1) /

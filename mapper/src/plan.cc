@@ -169,27 +169,45 @@ class Mapper {
       while (std::next_permutation(p.begin(), p.end()));
     }
 
-    Assignment best = block_by_name();
-    Score best_cost = score(m, t, best);
-    --evals_left;
+    // Candidates in a fixed order; kept sorted by score (stable) for multi-start refinement.
+    std::vector<std::pair<Score, Assignment>> starts;
+    auto consider = [&](Assignment a) {
+      Score c = score(m, t, a);
+      --evals_left;
+      for (const auto& [sc, x] : starts) {
+        if (x == a) return;
+      }
+      starts.emplace_back(c, std::move(a));
+    };
+    consider(block_by_name());
     for (const auto& order : orders) {
       for (int packed = 1; packed >= 0; --packed) {
         if (evals_left <= 0) break;
-        std::vector<std::uint32_t> seq = slot_sequence(order, packed != 0);
-        Assignment a = fill(seq, order);
-        Score c = score(m, t, a);
-        --evals_left;
-        if (c.better_than(best_cost)) {
-          best_cost = c;
-          best = std::move(a);
-        }
+        consider(fill(slot_sequence(order, packed != 0), order));
       }
     }
+    std::stable_sort(starts.begin(), starts.end(), [](const auto& x, const auto& y) {
+      return x.first.better_than(y.first);
+    });
     long long budget = req_.refine_moves >= 0
                            ? req_.refine_moves
                            : static_cast<long long>(std::max(0.0, req_.refine_budget_ms) * 2);
     budget = std::min(budget, evals_left);
-    *moves_done = refine(best, best_cost, budget);
+    // Small instances: steepest descent from the best few starts (local optima differ);
+    // larger ones: one refinement of the best start.
+    const std::size_t tries = t.world <= 24 ? std::min<std::size_t>(4, starts.size()) : 1;
+    Assignment best = starts[0].second;
+    Score best_cost = starts[0].first;
+    *moves_done = 0;
+    for (std::size_t i = 0; i < tries; ++i) {
+      Assignment a = starts[i].second;
+      Score c = starts[i].first;
+      *moves_done += refine(a, c, budget / static_cast<long long>(tries));
+      if (c.better_than(best_cost)) {
+        best_cost = c;
+        best = std::move(a);
+      }
+    }
     return best;
   }
 
@@ -283,7 +301,7 @@ class Mapper {
     return a;
   }
 
-  // Swap refinement: exchange the slots of two ranks on different hosts when the cost model
+  // Swap refinement: exchange the slots of two ranks when the cost model
   // says the step gets faster. Small instances try every pair (steepest descent); larger ones
   // draw pairs from a fixed-seed generator. Every evaluation counts against the budget.
   long long refine(Assignment& a, Score& cost, long long budget) {
@@ -300,7 +318,6 @@ class Mapper {
         std::size_t bi = 0, bj = 0;
         for (std::size_t i = 0; i < n && used < budget; ++i) {
           for (std::size_t j = i + 1; j < n && used < budget; ++j) {
-            if (m.slots[a[i]].host == m.slots[a[j]].host && !same_host_matters()) continue;
             std::swap(a[i], a[j]);
             Score c = score(m, t, a);
             ++used;
@@ -341,9 +358,6 @@ class Mapper {
     }
     return used;
   }
-
-  // Inside a host, which GPU a rank sits on matters only through its rail (NIC port).
-  bool same_host_matters() const { return true; }
 
   const Instance& in_;
   const Request& req_;

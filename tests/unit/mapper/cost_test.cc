@@ -138,7 +138,11 @@ INSTANTIATE_TEST_SUITE_P(
         BruteCase{"rail-optimized 4x2", rails(tiny(4, 2, 2, 2)), {2, 2, 2, 2}, "tp=2,pp=2,dp=2"},
         BruteCase{"NVLink domains of 2 hosts", nvl(tiny(4, 2, 2, 2), 2), {2, 2, 2, 2},
                   "tp=4,dp=2"},
-        BruteCase{"pipeline 8 over 4 hosts", tiny(4, 2, 2, 1), {2, 2, 2, 2}, "pp=8"}),
+        BruteCase{"pipeline 8 over 4 hosts", tiny(4, 2, 2, 1), {2, 2, 2, 2}, "pp=8"},
+        BruteCase{"NVLink domains, fragmented 3+1+2+2", nvl(tiny(4, 2, 4, 2), 2), {3, 1, 2, 2},
+                  "tp=4,dp=2"},
+        BruteCase{"rail-optimized fragmented, ep", rails(tiny(4, 2, 4, 2)), {3, 1, 1, 3},
+                  "ep=4,dp=2"}),
     [](const auto& param) { return "case" + std::to_string(param.index); });
 
 }  // namespace
