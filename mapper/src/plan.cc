@@ -162,11 +162,18 @@ class Mapper {
     };
     add_order(heavy);
     add_order(dims);
-    if (dims.size() <= 5) {
+    if (dims.size() <= 4) {
       std::vector<std::size_t> p = dims;
       std::sort(p.begin(), p.end());
       do add_order(p);
       while (std::next_permutation(p.begin(), p.end()));
+    } else {
+      // Beyond 4 dims (120+ orders): the heavy order with each adjacent pair swapped.
+      for (std::size_t i = 0; i + 1 < heavy.size(); ++i) {
+        std::vector<std::size_t> p = heavy;
+        std::swap(p[i], p[i + 1]);
+        add_order(p);
+      }
     }
 
     // Candidates in a fixed order; kept sorted by score (stable) for multi-start refinement.
