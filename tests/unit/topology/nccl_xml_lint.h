@@ -10,7 +10,6 @@
 #pragma once
 
 #include <map>
-#include <regex>
 #include <set>
 #include <string>
 #include <utility>
@@ -107,15 +106,39 @@ class NcclXmlLint {
     return it != table.end() && it->second.count(child) != 0;
   }
 
+  // Hand-written rather than std::regex: GCC 12's regex trips -Wmaybe-uninitialized under ASan.
   static bool is_decimal(const std::string& v) {
-    static const std::regex re("-?(0|[1-9][0-9]*)");
-    return std::regex_match(v, re);
+    std::size_t i = (!v.empty() && v[0] == '-') ? 1 : 0;
+    if (i >= v.size()) return false;
+    if (v[i] == '0') return i + 1 == v.size();
+    for (; i < v.size(); ++i) {
+      if (v[i] < '0' || v[i] > '9') return false;
+    }
+    return true;
+  }
+  static bool is_lower_hex_digits(const std::string& v, std::size_t from, std::size_t to) {
+    if (from >= to || to > v.size()) return false;
+    for (std::size_t i = from; i < to; ++i) {
+      char c = v[i];
+      if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+    }
+    return true;
   }
   static bool is_hex(const std::string& v) {
-    static const std::regex re("0x[0-9a-f]+");
-    return std::regex_match(v, re);
+    return v.size() > 2 && v[0] == '0' && v[1] == 'x' && is_lower_hex_digits(v, 2, v.size());
   }
 
+ public:
+  // Lowercase dddd:bb:dd.f with a 4- to 8-digit domain, as NCCL formats bus ids.
+  static bool is_busid(const std::string& v) {
+    std::size_t c1 = v.find(':');
+    if (c1 == std::string::npos || c1 < 4 || c1 > 8) return false;
+    return v.size() == c1 + 8 && is_lower_hex_digits(v, 0, c1) && v[c1 + 3] == ':' &&
+           is_lower_hex_digits(v, c1 + 1, c1 + 3) && is_lower_hex_digits(v, c1 + 4, c1 + 6) &&
+           v[c1 + 6] == '.' && v[c1 + 7] >= '0' && v[c1 + 7] <= '7';
+  }
+
+ private:
   void check_attrs(const std::string& name,
                    const std::vector<std::pair<std::string, std::string>>& a,
                    const std::string& parent_tclass_hint) {
@@ -139,7 +162,6 @@ class NcclXmlLint {
         error(id + " " + k, k + "=\"" + v + "\" is not lowercase 0x-prefixed hex");
       }
     }
-    static const std::regex busid_re("[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\\.[0-7]");
     if (name == "system") {
       if (!has("version"))
         error("system version", "no version (NCCL: error)");
@@ -164,7 +186,7 @@ class NcclXmlLint {
       if (!has("busid")) {
         error("pci busid", "pci without busid");
       } else {
-        if (!std::regex_match(m["busid"], busid_re)) {
+        if (!is_busid(m["busid"])) {
           error(id + " busid", "busid not lowercase dddd:bb:dd.f");
         }
         if (!busids_.insert(m["busid"]).second) error(id + " busid", "duplicate busid");
@@ -177,7 +199,7 @@ class NcclXmlLint {
     } else if (name == "nvlink") {
       if (!has("count") || !has("tclass")) error(id + " count", "nvlink needs count and tclass");
       if (has("tclass") && m["tclass"].rfind("0x03", 0) == 0) {
-        if (!has("target") || !std::regex_match(m["target"], busid_re)) {
+        if (!has("target") || !is_busid(m["target"])) {
           error(id + " target", "GPU nvlink needs a lowercase busid target");
         }
       }
