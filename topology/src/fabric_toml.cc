@@ -26,6 +26,7 @@ namespace topoaware::topology::detail {
 namespace {
 
 constexpr std::size_t kMaxTomlHosts = 1u << 20;
+constexpr std::size_t kMaxTomlCables = 1u << 22;
 
 class Reader {
  public:
@@ -185,6 +186,15 @@ Fabric parse_fabric_toml(const std::string& path, std::string_view text) {
     VertexId v = b.switch_named(name);
     return v.valid() ? v : b.add_switch(name);
   };
+  // Cables in the whole description are bounded, so a few lines cannot ask for gigabytes.
+  std::size_t cables_total = 0;
+  auto cable_budget = [&](std::size_t n, const toml::table& at) {
+    cables_total += n;
+    if (n > kMaxTomlCables || cables_total > kMaxTomlCables) {
+      throw Error(ErrorCode::kLimit, r.at(at),
+                  "the description wires more than " + std::to_string(kMaxTomlCables) + " cables");
+    }
+  };
   std::unordered_map<std::string, long> host_line;
   r.each_table(root, "unit", [&](const toml::table& t) {
     r.only(t, {"name", "hosts", "leaves", "wiring", "nics", "node_type", "link", "link_gbps"},
@@ -209,6 +219,7 @@ Fabric parse_fabric_toml(const std::string& path, std::string_view text) {
                     " leaves, nics = " + std::to_string(nics) + ")");
     }
     auto [gbps, rate] = leaves.empty() ? std::pair<double, std::string>{0, {}} : need_link(t, what);
+    if (!leaves.empty()) cable_budget(hosts.size() * static_cast<std::size_t>(nics), t);
     std::vector<VertexId> leaf_ids;
     for (const std::string& l : leaves) leaf_ids.push_back(sw(l));
     for (std::size_t i = 0; i < hosts.size(); ++i) {
@@ -242,9 +253,7 @@ Fabric parse_fabric_toml(const std::string& path, std::string_view text) {
     std::vector<std::string> to = r.hostlist(t, "to", what);
     int cables = static_cast<int>(r.num(t, "cables", 1, 1, 1024));
     auto [gbps, rate] = need_link(t, what);
-    if (from.size() * to.size() * static_cast<std::size_t>(cables) > (1u << 24)) {
-      r.fail(t, what + ": more than 16M cables");
-    }
+    cable_budget(from.size() * to.size() * static_cast<std::size_t>(cables), t);
     for (const std::string& a : from) {
       if (!b.switch_named(a).valid()) {
         r.fail(*t.get("from"), "switch " + a +

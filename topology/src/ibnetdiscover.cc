@@ -165,7 +165,15 @@ class Parser {
       if (line.empty() || line[0] == '#') continue;
       if (line[0] == '[') {
         if (cur == nullptr) fail(line_no, "port line outside a Switch/Ca block");
-        cur->ports.push_back(port_line(line, line_no, *cur));
+        Port p = port_line(line, line_no, *cur);
+        // Each port once: also keeps the cable cross-check below linear in the dump size.
+        for (const Port& q : cur->ports) {
+          if (q.port == p.port) {
+            fail(line_no, "port [" + std::to_string(p.port) + "] of \"" + cur->name +
+                              "\" listed twice (also line " + std::to_string(q.line) + ")");
+          }
+        }
+        cur->ports.push_back(std::move(p));
         continue;
       }
       std::size_t eq = line.find('=');

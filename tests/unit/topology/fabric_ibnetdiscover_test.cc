@@ -176,6 +176,13 @@ TEST(FabricIbnetdiscover, InconsistentAndTruncatedDumpsAreRefused) {
   Error t = load_error(write_temp("truncated.txt", cut));
   EXPECT_NE(std::string(t.what()).find("truncated"), std::string::npos) << t.what();
   EXPECT_NE(t.context().find(":8"), std::string::npos) << t.context();
+  // A port listed twice in one block.
+  std::string twice = text;
+  std::string dup = "[2](2) \"H-0000000000000b02\"[1](b02)  # \"node012 HCA-2\" lid 4 4xNDR\r\n";
+  twice.insert(twice.find(dup) + dup.size(), dup);
+  Error d = load_error(write_temp("twice.txt", twice));
+  EXPECT_NE(std::string(d.what()).find("listed twice (also line 7)"), std::string::npos)
+      << d.what();
   // Cut inside a line.
   std::string mid = text.substr(0, text.find("4xNDR") - 12);
   Error m = load_error(write_temp("midline.txt", mid));

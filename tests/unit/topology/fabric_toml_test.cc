@@ -194,6 +194,9 @@ TEST(FabricToml, MistakesAreRefusedAtTheirLine) {
       {"[[unit]]\nhosts = \"n[1-999999999]\"\n", ":2", "more than the limit"},
       {"[[unit]]\nhosts = \"n1\"\nnode_type = \"dgx\"\n", ":3", "not defined"},
       {"name = \"x\"\n[[unit]\n", ":2", "TOML"},
+      {"[defaults]\nlink=\"4xHDR\"\n[[unit]]\nhosts=\"n[1-1000]\"\nleaves=\"a[1-1000]\"\n"
+       "[[uplinks]]\nfrom=\"a[1-1000]\"\nto=\"s[1-1000]\"\ncables=1000\n",
+       ":6", "more than 4194304 cables"},
       {"[defaults]\nlink=\"4xHDR\"\n[[unit]]\nhosts=\"n1\"\nleaves=\"a\"\n[[uplinks]]\nfrom="
        "\"b\"\nto=\"c\"\n",
        ":7", "not a leaf"},
