@@ -1,10 +1,10 @@
 #include "config.h"
 
 #include <fnmatch.h>
+#include <toml++/toml.h>
 
 #include <cstdlib>
 #include <filesystem>
-#include <toml++/toml.h>
 
 #include "topoaware/topology/error.h"
 
@@ -140,7 +140,8 @@ void apply_setting(Config& config, const std::string& key, const std::string& va
       char* end = nullptr;
       long port = std::strtol(value.c_str(), &end, 10);
       if (*end != '\0' || port < 1 || port > 65535) {
-        throw Error(ErrorCode::kBadInput, where, "master_port must be 1-65535, not '" + value + "'");
+        throw Error(ErrorCode::kBadInput, where,
+                    "master_port must be 1-65535, not '" + value + "'");
       }
     }
     config.master_port = value;

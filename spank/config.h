@@ -22,8 +22,8 @@ struct NodeCapture {
 };
 
 struct Config {
-  std::string path;                   // the TOML file, empty when none was given
-  std::string fabric;                 // load_fabric() input; empty: hosts are judged alone
+  std::string path;    // the TOML file, empty when none was given
+  std::string fabric;  // load_fabric() input; empty: hosts are judged alone
   std::string guid_map;
   std::string job_dir = "/tmp/topo-aware";
   Policy policy = Policy::kFailOpen;
@@ -31,8 +31,8 @@ struct Config {
   bool overwrite_user_env = false;
   bool bind_cpus = true;
   bool judge_allocation = true;
-  std::string master_port;            // empty: derived from the job id
-  std::vector<NodeCapture> nodes;     // per-host node captures, first match wins
+  std::string master_port;         // empty: derived from the job id
+  std::vector<NodeCapture> nodes;  // per-host node captures, first match wins
 };
 
 // Parses plugstack arguments: `config=PATH` is read first wherever it appears, then every other

@@ -49,13 +49,13 @@ struct StepState {
   mapper::RankPlan plan;
   mapper::EnvOptions env_options;
   std::set<std::string> user_env;
-  bool bound = false;                // Slurm bound GPUs: keep its CUDA_VISIBLE_DEVICES
-  std::string dir_path;              // the per-job directory
-  std::string file_name;             // the node's NCCL XML inside it
+  bool bound = false;     // Slurm bound GPUs: keep its CUDA_VISIBLE_DEVICES
+  std::string dir_path;   // the per-job directory
+  std::string file_name;  // the node's NCCL XML inside it
 };
 
 struct State {
-  std::vector<std::string> args;     // plugstack arguments
+  std::vector<std::string> args;  // plugstack arguments
   bool parsed = false;
   Config config;
   bool config_ok = false;
@@ -336,8 +336,8 @@ std::string write_job_file(const std::string& base, std::uint32_t job_id,
   struct stat st {};
   if (::fstat(dirfd.fd, &st) != 0) fail_local("job_dir " + *dir_path);
   if (st.st_uid != ::geteuid()) {
-    throw NodeLocalError("job_dir " + *dir_path + " is owned by uid " +
-                         std::to_string(st.st_uid) + ", not the job's user");
+    throw NodeLocalError("job_dir " + *dir_path + " is owned by uid " + std::to_string(st.st_uid) +
+                         ", not the job's user");
   }
   if ((st.st_mode & 07777) != 0700 && ::fchmod(dirfd.fd, 0700) != 0) {
     fail_local("job_dir " + *dir_path);
@@ -417,16 +417,17 @@ int ta_local_check(uint32_t job_id, const char* hosts_text, uint32_t nnodes, uin
     topology::Fabric fabric = load_configured_fabric(s.config);
     check_hosts_in_fabric(fabric, hosts, s.config);
     bool spread = false;
-    std::string line = "topo-aware: job " + std::to_string(job_id) + ": " +
-                       judge_line(fabric, hosts, &spread);
+    std::string line =
+        "topo-aware: job " + std::to_string(job_id) + ": " + judge_line(fabric, hosts, &spread);
     if (spread) line += "; more spread than the fabric allows";
     out(arg, spread ? 3 : 0, line.c_str());
     // The summary plans the step as Slurm's block distribution would lay it out; srun cannot
     // know before launch which hosts a step on part of the allocation gets.
     if (nnodes != hosts.size()) {
-      out(arg, 1, ("topo-aware: the step uses " + std::to_string(nnodes) + " of the " +
-                   std::to_string(hosts.size()) + " allocated hosts; its plan is made at launch")
-                      .c_str());
+      out(arg, 1,
+          ("topo-aware: the step uses " + std::to_string(nnodes) + " of the " +
+           std::to_string(hosts.size()) + " allocated hosts; its plan is made at launch")
+              .c_str());
       return 0;
     }
     NodeModels nodes = load_nodes(s.config, fabric, hosts);
@@ -458,9 +459,9 @@ int ta_step_prepare(const struct ta_step* step, char* err, size_t errlen) {
                                  ? parse_tasks_per_node(step->tasks_per_node)
                                  : block_tasks(step->ntasks, hosts.size());
     if (tasks.size() != hosts.size()) {
-      throw topology::Error(topology::ErrorCode::kBadInput, "SLURM_STEP_TASKS_PER_NODE",
-                            std::to_string(tasks.size()) + " counts for " +
-                                std::to_string(hosts.size()) + " hosts");
+      throw topology::Error(
+          topology::ErrorCode::kBadInput, "SLURM_STEP_TASKS_PER_NODE",
+          std::to_string(tasks.size()) + " counts for " + std::to_string(hosts.size()) + " hosts");
     }
     // The plan numbers tasks in Slurm's block order; any other distribution (-m cyclic, plane)
     // would put a different task on each slot, so it is refused rather than silently misapplied.
@@ -539,8 +540,8 @@ int ta_task_env(uint32_t global_task, ta_env_fn set, void* arg, char* err, size_
   return guarded(err, errlen, [&] {
     const State& s = state();
     if (!s.step.ready) throw std::runtime_error("no plan for this step");
-    auto env = mapper::task_environment(s.step.plan, static_cast<int>(global_task),
-                                        s.step.env_options);
+    auto env =
+        mapper::task_environment(s.step.plan, static_cast<int>(global_task), s.step.env_options);
     for (const auto& [name, value] : env) {
       if (s.step.bound && name == "CUDA_VISIBLE_DEVICES") continue;
       if (!s.config.overwrite_user_env && s.step.user_env.count(name) != 0) continue;

@@ -32,7 +32,8 @@ std::string error_of(const std::vector<std::string>& args) {
 }
 
 TEST(SpankConfig, ShippedExampleParsesWithDocumentedDefaults) {
-  Config c = parse_plugstack({std::string("config=") + TOPOAWARE_SOURCE_DIR + "/etc/topo-aware.toml"});
+  Config c =
+      parse_plugstack({std::string("config=") + TOPOAWARE_SOURCE_DIR + "/etc/topo-aware.toml"});
   EXPECT_EQ(c.policy, Policy::kFailOpen);
   EXPECT_EQ(c.gpu_binding, GpuBinding::kLocalRank);
   EXPECT_FALSE(c.overwrite_user_env);
@@ -56,7 +57,8 @@ TEST(SpankConfig, PathsAreRelativeToTheFileAndFirstMatchingNodeWins) {
 }
 
 TEST(SpankConfig, PlugstackOverridesWinOverTheFile) {
-  std::string path = write_temp("ovr.toml", "policy = \"fail-open\"\ngpu_binding = \"local-rank\"\n");
+  std::string path =
+      write_temp("ovr.toml", "policy = \"fail-open\"\ngpu_binding = \"local-rank\"\n");
   Config c = parse_plugstack({"policy=fail-closed", "config=" + path, "gpu_binding=one-gpu",
                               "master_port=29999", "overwrite_user_env=yes"});
   EXPECT_EQ(c.policy, Policy::kFailClosed);

@@ -31,7 +31,8 @@ class Facade : public ::testing::Test {
     fs::remove_all(dir_);
     fs::create_directories(dir_ / "jobs");
     config_ = (dir_ / "topo-aware.toml").string();
-    std::ofstream(config_) << "fabric = \"" << kFabric << "\"\njob_dir = \"" << (dir_ / "jobs").string()
+    std::ofstream(config_) << "fabric = \"" << kFabric << "\"\njob_dir = \""
+                           << (dir_ / "jobs").string()
                            << "\"\n[[node]]\nhosts = \"node*\"\ncapture = \"" << kCapture << "\"\n";
     configure({"config=" + config_});
   }
@@ -106,8 +107,8 @@ TEST_F(Facade, StepEnvironmentIsTheMappersAndTheXmlIsWrittenSafely) {
   options.topo_file = xml.string();
   for (std::uint32_t task = 8; task < 16; ++task) {
     std::map<std::string, std::string> want;
-    for (const auto& [k, v] : topoaware::mapper::task_environment(plan, static_cast<int>(task),
-                                                                  options)) {
+    for (const auto& [k, v] :
+         topoaware::mapper::task_environment(plan, static_cast<int>(task), options)) {
       if (k != "MASTER_PORT") want[k] = v;  // the user set it: kept
     }
     EXPECT_EQ(env_of(task), want) << "task " << task;
