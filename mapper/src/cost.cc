@@ -71,9 +71,8 @@ class Router {
     if (a == b || bytes <= 0) return 0;
     const Slot& sa = m_.slots[a];
     const Slot& sb = m_.slots[b];
-    if (sa.host == sb.host ||
-        (m_.domain_of_host[sa.host] >= 0 &&
-         m_.domain_of_host[sa.host] == m_.domain_of_host[sb.host])) {
+    if (sa.host == sb.host || (m_.domain_of_host[sa.host] >= 0 &&
+                               m_.domain_of_host[sa.host] == m_.domain_of_host[sb.host])) {
       load_[res_.nv_out + a] += bytes;
       load_[res_.nv_in + b] += bytes;
       if (detail_) tier_bytes_[0] += bytes;
@@ -136,8 +135,8 @@ class Router {
       return m_.hosts[sl.host] + " GPU" + std::to_string(sl.gpu);
     };
     auto port_name = [&](std::size_t p) {
-      std::size_t h = std::upper_bound(m_.port_base.begin(), m_.port_base.end(), p) -
-                      m_.port_base.begin() - 1;
+      std::size_t h =
+          std::upper_bound(m_.port_base.begin(), m_.port_base.end(), p) - m_.port_base.begin() - 1;
       return m_.hosts[h] + " port " + std::to_string(p - m_.port_base[h]);
     };
     if (i < res_.nv_in) return "NVLink out of " + slot_name(i);
@@ -172,8 +171,8 @@ class Router {
     }
     if (i < res_.nic_in + m_.port_gbps.size()) {
       std::size_t p = i < res_.nic_in ? i - res_.nic_out : i - res_.nic_in;
-      out->host = std::upper_bound(m_.port_base.begin(), m_.port_base.end(), p) -
-                  m_.port_base.begin() - 1;
+      out->host =
+          std::upper_bound(m_.port_base.begin(), m_.port_base.end(), p) - m_.port_base.begin() - 1;
       return;
     }
     for (std::size_t l = 0; l < m_.levels.size(); ++l) {
@@ -202,7 +201,7 @@ class Router {
 struct HostGroups {
   std::vector<std::uint32_t> stamp, pos;
   std::uint32_t gen = 0;
-  std::vector<std::uint32_t> order;              // hosts by first appearance
+  std::vector<std::uint32_t> order;                 // hosts by first appearance
   std::vector<std::vector<std::uint32_t>> members;  // per position: slots in rank order
 
   void reset(std::size_t hosts) {
@@ -296,9 +295,12 @@ DimResult route_dim(Router& router, const Machine& m, const DimTraffic& d,
           reached = 0;
         }
       }
-      if (reached == 0) ++r.in_host;
-      else if (reached == 1) ++r.in_leaf;
-      else ++r.across;
+      if (reached == 0)
+        ++r.in_host;
+      else if (reached == 1)
+        ++r.in_leaf;
+      else
+        ++r.across;
       reached_max = std::max(reached_max, reached);
     }
   }
@@ -312,8 +314,8 @@ CostReport evaluate_impl(const Machine& m, const Traffic& t,
                          const std::vector<std::uint32_t>& slot_of_rank, bool detail,
                          std::vector<LinkLoad>* loads, double* crossing = nullptr) {
   if (static_cast<long long>(slot_of_rank.size()) != t.world) {
-    throw Error("cost model: " + std::to_string(slot_of_rank.size()) + " ranks placed, layout has " +
-                std::to_string(t.world));
+    throw Error("cost model: " + std::to_string(slot_of_rank.size()) +
+                " ranks placed, layout has " + std::to_string(t.world));
   }
   for (auto s : slot_of_rank) {
     if (s >= m.slots.size()) throw Error("cost model: rank placed on a slot that does not exist");
@@ -338,8 +340,8 @@ CostReport evaluate_impl(const Machine& m, const Traffic& t,
       if (r.bw_seconds > worst_t && r.bw_seconds > 0) {
         worst_t = r.bw_seconds;
         std::ostringstream s;
-        s << router.describe(r.worst) << " (" << d.name << ", "
-          << router.cap(r.worst) / kGB << " GB/s)";
+        s << router.describe(r.worst) << " (" << d.name << ", " << router.cap(r.worst) / kGB
+          << " GB/s)";
         worst_name = s.str();
       }
     }
@@ -529,8 +531,7 @@ Machine build_machine(const topology::Fabric& fabric, const std::vector<std::str
   }
   m.reach_latency_us.push_back(m.nvlink_latency_us);
   for (const auto& l : m.levels) m.reach_latency_us.push_back(l.latency_us);
-  m.reach_latency_us.push_back(
-      (m.levels.empty() ? 1.0 : m.levels.back().latency_us) + 0.3);
+  m.reach_latency_us.push_back((m.levels.empty() ? 1.0 : m.levels.back().latency_us) + 0.3);
   return m;
 }
 
@@ -581,7 +582,8 @@ double lower_bound(const Machine& m, const Traffic& t) {
       for (std::uint32_t p = 0; p < m.port_count[h]; ++p) {
         host_ports[h] += m.port_gbps[m.port_base[h] + p] * kGB;
       }
-      long long key = m.domain_of_host[h] >= 0 ? -1 - m.domain_of_host[h] : static_cast<long long>(h);
+      long long key =
+          m.domain_of_host[h] >= 0 ? -1 - m.domain_of_host[h] : static_cast<long long>(h);
       auto [it, fresh] = idx.emplace(key, b.slots.size());
       if (fresh) b.slots.push_back(0);
       b.slots[it->second] += host_slots[h];
@@ -650,8 +652,8 @@ double lower_bound(const Machine& m, const Traffic& t) {
       total_bytes = static_cast<double>(t.world) * 2.0 * static_cast<double>(n - 1) /
                     static_cast<double>(n) * S;
     } else if (dt.pattern == Pattern::kAllToAll) {
-      total_bytes = static_cast<double>(t.world) * static_cast<double>(n - 1) /
-                    static_cast<double>(n) * S;
+      total_bytes =
+          static_cast<double>(t.world) * static_cast<double>(n - 1) / static_cast<double>(n) * S;
     } else {
       total_bytes = 2.0 * static_cast<double>(groups) * static_cast<double>(n - 1) * S;
     }

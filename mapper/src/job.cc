@@ -1,8 +1,9 @@
 // The TOML job description (`--layout file:PATH`): dims with sizes, patterns and traffic, model
 // figures, and an optional explicit traffic matrix. Parsed from text; the caller reads the file.
+#include <toml++/toml.h>
+
 #include <cmath>
 #include <sstream>
-#include <toml++/toml.h>
 
 #include "topoaware/mapper/layout.h"
 
@@ -122,21 +123,34 @@ Layout parse_job_toml(std::string_view text, const std::string& context, int wor
     ModelFigures& f = layout.model;
     for (const auto& [k, v] : *m) {
       std::string key(k.str());
-      if (key == "hidden") f.hidden = number(context, v, "hidden", 1, 1e7);
-      else if (key == "layers") f.layers = number(context, v, "layers", 1, 1e5);
-      else if (key == "seq_len") f.seq_len = number(context, v, "seq_len", 1, 1e9);
-      else if (key == "micro_batch") f.micro_batch = number(context, v, "micro_batch", 1, 1e6);
-      else if (key == "micro_batches") f.micro_batches = number(context, v, "micro_batches", 1, 1e6);
-      else if (key == "dtype_bytes") f.dtype_bytes = number(context, v, "dtype_bytes", 0.5, 8);
-      else if (key == "grad_bytes") f.grad_bytes = number(context, v, "grad_bytes", 0.5, 8);
-      else if (key == "experts") f.experts = number(context, v, "experts", 0, 1e6);
-      else if (key == "topk") f.topk = number(context, v, "topk", 1, 1e3);
+      if (key == "hidden")
+        f.hidden = number(context, v, "hidden", 1, 1e7);
+      else if (key == "layers")
+        f.layers = number(context, v, "layers", 1, 1e5);
+      else if (key == "seq_len")
+        f.seq_len = number(context, v, "seq_len", 1, 1e9);
+      else if (key == "micro_batch")
+        f.micro_batch = number(context, v, "micro_batch", 1, 1e6);
+      else if (key == "micro_batches")
+        f.micro_batches = number(context, v, "micro_batches", 1, 1e6);
+      else if (key == "dtype_bytes")
+        f.dtype_bytes = number(context, v, "dtype_bytes", 0.5, 8);
+      else if (key == "grad_bytes")
+        f.grad_bytes = number(context, v, "grad_bytes", 0.5, 8);
+      else if (key == "experts")
+        f.experts = number(context, v, "experts", 0, 1e6);
+      else if (key == "topk")
+        f.topk = number(context, v, "topk", 1, 1e3);
       else if (key == "dtype") {
         auto s = v.value<std::string>();
-        if (s == "bf16" || s == "fp16") f.dtype_bytes = 2;
-        else if (s == "fp32") f.dtype_bytes = 4;
-        else if (s == "fp8") f.dtype_bytes = 1;
-        else throw Error(at(context, v) + ": dtype must be bf16, fp16, fp32 or fp8");
+        if (s == "bf16" || s == "fp16")
+          f.dtype_bytes = 2;
+        else if (s == "fp32")
+          f.dtype_bytes = 4;
+        else if (s == "fp8")
+          f.dtype_bytes = 1;
+        else
+          throw Error(at(context, v) + ": dtype must be bf16, fp16, fp32 or fp8");
       } else {
         throw Error(at(context, v) + ": unknown key model." + key);
       }
@@ -153,10 +167,14 @@ Layout parse_job_toml(std::string_view text, const std::string& context, int wor
       bool have[3] = {false, false, false};
       for (const auto& [k, v] : *t) {
         std::string key(k.str());
-        if (key == "from") f.from = static_cast<int>(number(context, v, "from", 0, 1 << 24)), have[0] = true;
-        else if (key == "to") f.to = static_cast<int>(number(context, v, "to", 0, 1 << 24)), have[1] = true;
-        else if (key == "bytes") f.bytes = number(context, v, "bytes", 0, 1e18), have[2] = true;
-        else throw Error(at(context, v) + ": unknown key flow." + key);
+        if (key == "from")
+          f.from = static_cast<int>(number(context, v, "from", 0, 1 << 24)), have[0] = true;
+        else if (key == "to")
+          f.to = static_cast<int>(number(context, v, "to", 0, 1 << 24)), have[1] = true;
+        else if (key == "bytes")
+          f.bytes = number(context, v, "bytes", 0, 1e18), have[2] = true;
+        else
+          throw Error(at(context, v) + ": unknown key flow." + key);
       }
       if (!have[0] || !have[1] || !have[2]) {
         throw Error(at(context, e) + ": a flow needs from, to and bytes");

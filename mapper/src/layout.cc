@@ -48,9 +48,12 @@ std::vector<std::string> split(std::string_view s, char sep) {
 
 std::string_view to_string(Pattern p) {
   switch (p) {
-    case Pattern::kRing: return "ring";
-    case Pattern::kAllToAll: return "all-to-all";
-    case Pattern::kPipeline: return "pipeline";
+    case Pattern::kRing:
+      return "ring";
+    case Pattern::kAllToAll:
+      return "all-to-all";
+    case Pattern::kPipeline:
+      return "pipeline";
   }
   return "ring";
 }
@@ -80,7 +83,8 @@ Layout parse_layout(std::string_view spec, int world) {
         have_order = true;
         order = split(value, '-');
         for (const auto& n : order) {
-          if (!valid_name(n)) throw Error("layout '" + text + "': bad dim name '" + n + "' in order");
+          if (!valid_name(n))
+            throw Error("layout '" + text + "': bad dim name '" + n + "' in order");
         }
         continue;
       }

@@ -12,17 +12,17 @@
 namespace topoaware::mapper::internal {
 
 struct GpuFacts {
-  int dev = -1;                    // NVML index
+  int dev = -1;  // NVML index
   std::string busid;
-  double nvlink_gbps = 0;          // egress to other GPUs of the node (NVLink, else PCIe)
-  std::vector<std::string> nics;   // HCA names, nearest first
-  std::string netdev;              // of the nearest NIC, when known
-  std::vector<std::uint32_t> cpus; // NUMA-local PUs
-  int nic_ordinal = -1;            // position of the nearest NIC among the node's NICs
+  double nvlink_gbps = 0;           // egress to other GPUs of the node (NVLink, else PCIe)
+  std::vector<std::string> nics;    // HCA names, nearest first
+  std::string netdev;               // of the nearest NIC, when known
+  std::vector<std::uint32_t> cpus;  // NUMA-local PUs
+  int nic_ordinal = -1;             // position of the nearest NIC among the node's NICs
 };
 
 struct NodeFacts {
-  std::vector<GpuFacts> gpus;      // sorted by dev
+  std::vector<GpuFacts> gpus;          // sorted by dev
   std::vector<std::string> nic_names;  // node NICs in graph order
   const GpuFacts* find(int dev) const {
     for (const auto& g : gpus) {

@@ -3,6 +3,8 @@
 // Everything inside works on the canonical machine (hosts sorted by name, slots by GPU), so the
 // plan does not depend on the order the hosts came in; only the block baseline (and the guard
 // that falls back to it) reads Slurm's order.
+#include "topoaware/mapper/plan.h"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -10,7 +12,6 @@
 
 #include "node_facts.h"
 #include "topoaware/mapper/cost.h"
-#include "topoaware/mapper/plan.h"
 
 namespace topoaware::mapper {
 namespace {
@@ -62,9 +63,12 @@ long long total_tasks(const Request& r) {
 double dim_weight(const DimTraffic& d) {
   const double n = d.size;
   switch (d.pattern) {
-    case Pattern::kRing: return 2 * (n - 1) / n * d.bytes;
-    case Pattern::kAllToAll: return (n - 1) / n * d.bytes;
-    case Pattern::kPipeline: return 2 * d.bytes;
+    case Pattern::kRing:
+      return 2 * (n - 1) / n * d.bytes;
+    case Pattern::kAllToAll:
+      return (n - 1) / n * d.bytes;
+    case Pattern::kPipeline:
+      return 2 * d.bytes;
   }
   return d.bytes;
 }
@@ -153,9 +157,8 @@ class Mapper {
       if (t.dims[d].size > 1) dims.push_back(d);
     }
     std::vector<std::size_t> heavy = dims;
-    std::stable_sort(heavy.begin(), heavy.end(), [&](auto a, auto b) {
-      return dim_weight(t.dims[a]) > dim_weight(t.dims[b]);
-    });
+    std::stable_sort(heavy.begin(), heavy.end(),
+                     [&](auto a, auto b) { return dim_weight(t.dims[a]) > dim_weight(t.dims[b]); });
     std::vector<std::vector<std::size_t>> orders;
     auto add_order = [&](const std::vector<std::size_t>& o) {
       if (std::find(orders.begin(), orders.end(), o) == orders.end()) orders.push_back(o);
@@ -193,9 +196,8 @@ class Mapper {
         consider(fill(slot_sequence(order, packed != 0), order));
       }
     }
-    std::stable_sort(starts.begin(), starts.end(), [](const auto& x, const auto& y) {
-      return x.first.better_than(y.first);
-    });
+    std::stable_sort(starts.begin(), starts.end(),
+                     [](const auto& x, const auto& y) { return x.first.better_than(y.first); });
     long long budget = req_.refine_moves >= 0
                            ? req_.refine_moves
                            : static_cast<long long>(std::max(0.0, req_.refine_budget_ms) * 2);
@@ -402,7 +404,8 @@ Instance make_instance(const topology::Fabric& fabric,
   for (std::size_t h = 0; h < request.hosts.size(); ++h) {
     const int k = request.tasks_per_host[h];
     if (bound) {
-      for (int j = 0; j < k; ++j) gpus[h].push_back(request.bound_gpu[t + static_cast<std::size_t>(j)]);
+      for (int j = 0; j < k; ++j)
+        gpus[h].push_back(request.bound_gpu[t + static_cast<std::size_t>(j)]);
     } else if (nodes[h]) {
       auto it = devs_of.find(nodes[h]);
       if (it == devs_of.end()) {
@@ -411,8 +414,8 @@ Instance make_instance(const topology::Fabric& fabric,
         it = devs_of.emplace(nodes[h], devs).first;
       }
       if (static_cast<int>(it->second.size()) < k) {
-        throw Error("host " + request.hosts[h] + ": " + std::to_string(k) + " tasks but its node has " +
-                    std::to_string(it->second.size()) + " GPUs");
+        throw Error("host " + request.hosts[h] + ": " + std::to_string(k) +
+                    " tasks but its node has " + std::to_string(it->second.size()) + " GPUs");
       }
       gpus[h].assign(it->second.begin(), it->second.begin() + k);
     } else {
@@ -451,8 +454,7 @@ Instance make_instance(const topology::Fabric& fabric,
 }
 
 RankPlan plan(const topology::Fabric& fabric,
-              const std::vector<const topology::NodeTopology*>& nodes_in,
-              const Request& request) {
+              const std::vector<const topology::NodeTopology*>& nodes_in, const Request& request) {
   Instance in = make_instance(fabric, nodes_in, request);
   std::vector<const topology::NodeTopology*> nodes = nodes_in;
   if (nodes.empty()) nodes.assign(request.hosts.size(), nullptr);
@@ -466,10 +468,18 @@ RankPlan plan(const topology::Fabric& fabric,
   Assignment block = mapper.block();
   Assignment a;
   switch (request.algorithm) {
-    case Algorithm::kBlock: a = block; break;
-    case Algorithm::kCyclic: a = mapper.cyclic(); break;
-    case Algorithm::kRandom: a = mapper.random(request.seed); break;
-    case Algorithm::kTopo: a = mapper.topo(&out.refine_moves); break;
+    case Algorithm::kBlock:
+      a = block;
+      break;
+    case Algorithm::kCyclic:
+      a = mapper.cyclic();
+      break;
+    case Algorithm::kRandom:
+      a = mapper.random(request.seed);
+      break;
+    case Algorithm::kTopo:
+      a = mapper.topo(&out.refine_moves);
+      break;
   }
   out.cost = evaluate(m, in.traffic, a);
   out.block_cost = evaluate(m, in.traffic, block);
@@ -493,9 +503,8 @@ RankPlan plan(const topology::Fabric& fabric,
   // NODE_RANK: hosts numbered by their smallest rank (NCCL's and torchrun's node order).
   std::vector<std::uint32_t> by_first(m.hosts.size());
   std::iota(by_first.begin(), by_first.end(), 0);
-  std::sort(by_first.begin(), by_first.end(), [&](auto x, auto y) {
-    return ranks_of_host[x].front() < ranks_of_host[y].front();
-  });
+  std::sort(by_first.begin(), by_first.end(),
+            [&](auto x, auto y) { return ranks_of_host[x].front() < ranks_of_host[y].front(); });
   std::vector<int> node_rank(m.hosts.size());
   for (std::size_t i = 0; i < by_first.size(); ++i) node_rank[by_first[i]] = static_cast<int>(i);
   std::map<std::string, std::uint32_t> req_index;
@@ -507,15 +516,16 @@ RankPlan plan(const topology::Fabric& fabric,
   for (std::size_t t = 0; t < out.tasks.size(); ++t) {
     const std::uint32_t mh = in.host_of_task[t];
     const int j = local_seen[mh]++;
-    long long rank = bound ? rank_of_slot[in.block_slot[t]] : ranks_of_host[mh][static_cast<std::size_t>(j)];
+    long long rank =
+        bound ? rank_of_slot[in.block_slot[t]] : ranks_of_host[mh][static_cast<std::size_t>(j)];
     const Slot& slot = m.slots[a[static_cast<std::size_t>(rank)]];
     TaskPlan& tp = out.tasks[t];
     tp.task = static_cast<int>(t);
     tp.rank = static_cast<int>(rank);
     tp.host = req_index.at(m.hosts[mh]);
     const auto& on_host = ranks_of_host[mh];
-    tp.local_rank = static_cast<int>(std::lower_bound(on_host.begin(), on_host.end(), rank) -
-                                     on_host.begin());
+    tp.local_rank =
+        static_cast<int>(std::lower_bound(on_host.begin(), on_host.end(), rank) - on_host.begin());
     tp.node_rank = node_rank[mh];
     tp.gpu = slot.gpu;
     tp.coords = rank_coords(in.layout, rank);

@@ -79,17 +79,20 @@ void own_levels(Fabric& f, const FatTreeSpec& s, int units, int pods, double uni
   leaf.name = "leaf";
   leaf.latency_us = 1.15;
   for (std::size_t h = 0; h < nh; ++h) {
-    leaf.group_of_host.push_back(static_cast<std::uint32_t>(h / static_cast<std::size_t>(s.hosts_per_leaf)));
+    leaf.group_of_host.push_back(
+        static_cast<std::uint32_t>(h / static_cast<std::size_t>(s.hosts_per_leaf)));
   }
   leaf.group_uplink_gbps.assign(static_cast<std::size_t>(units), unit_up);
-  leaf.group_downlink_gbps.assign(static_cast<std::size_t>(units), s.hosts_per_leaf * s.ports_per_host * s.port_gbps);
+  leaf.group_downlink_gbps.assign(static_cast<std::size_t>(units),
+                                  s.hosts_per_leaf * s.ports_per_host * s.port_gbps);
   f.levels.push_back(leaf);
   if (s.leaves_per_pod > 0) {
     topology::LocalityLevel pod;
     pod.name = "pod";
     pod.latency_us = 1.45;
     for (std::size_t h = 0; h < nh; ++h) {
-      pod.group_of_host.push_back(leaf.group_of_host[h] / static_cast<std::uint32_t>(s.leaves_per_pod));
+      pod.group_of_host.push_back(leaf.group_of_host[h] /
+                                  static_cast<std::uint32_t>(s.leaves_per_pod));
     }
     pod.group_uplink_gbps.assign(static_cast<std::size_t>(pods), pod_up);
     pod.group_downlink_gbps.assign(static_cast<std::size_t>(pods), unit_up * s.leaves_per_pod);
@@ -119,7 +122,8 @@ Fabric make_fat_tree(const FatTreeSpec& s) {
   std::vector<long long> name_of(static_cast<std::size_t>(s.hosts));
   std::iota(name_of.begin(), name_of.end(), 0);
   if (s.scramble_names) {
-    for (std::size_t i = name_of.size(); i > 1; --i) std::swap(name_of[i - 1], name_of[rng.below(i)]);
+    for (std::size_t i = name_of.size(); i > 1; --i)
+      std::swap(name_of[i - 1], name_of[rng.below(i)]);
   }
   const int units = (s.hosts + s.hosts_per_leaf - 1) / s.hosts_per_leaf;
   const int pods = s.leaves_per_pod > 0 ? (units + s.leaves_per_pod - 1) / s.leaves_per_pod : 1;
@@ -199,7 +203,8 @@ Fabric make_fat_tree(const FatTreeSpec& s) {
       d.gpu_bandwidth = s.nvlink_gbps;
       for (int k = h; k < std::min(s.hosts, h + s.nvlink_domain_hosts); ++k) {
         d.hosts.push_back(static_cast<std::uint32_t>(k));
-        f.hosts[static_cast<std::size_t>(k)].nvlink_domain = static_cast<int>(f.nvlink_domains.size());
+        f.hosts[static_cast<std::size_t>(k)].nvlink_domain =
+            static_cast<int>(f.nvlink_domains.size());
       }
       f.nvlink_domains.push_back(d);
     }
@@ -233,7 +238,8 @@ topology::NodeTopology make_node(int gpus, int nics, double nvlink_gbps, double 
     v.numa = c;
     v.cpu.arch = "x86_64";
     v.cpu.vendor = "GenuineIntel";
-    for (std::uint32_t p = 0; p < 32; ++p) v.cpu.pus.push_back(static_cast<std::uint32_t>(c) * 32 + p);
+    for (std::uint32_t p = 0; p < 32; ++p)
+      v.cpu.pus.push_back(static_cast<std::uint32_t>(c) * 32 + p);
     cpu.push_back(g.add_vertex(v));
   }
   VertexId nvs;
@@ -282,7 +288,8 @@ topology::NodeTopology make_node(int gpus, int nics, double nvlink_gbps, double 
       v.parent = cpu[0];
     }
     char bus[32];
-    std::snprintf(bus, sizeof bus, "0000:%02x:00.0", 0x12 + 0x10 * at + k % std::max(1, nics / std::max(1, gpus)));
+    std::snprintf(bus, sizeof bus, "0000:%02x:00.0",
+                  0x12 + 0x10 * at + k % std::max(1, nics / std::max(1, gpus)));
     v.busid = bus;
     topology::NetPort port;
     port.name = v.name;
@@ -307,8 +314,11 @@ Allocation fragmented_allocation(const Fabric& fabric, int gpus_per_host, double
     double p_full = busy * 0.7;
     double q = std::min(1 - p_full, busy * 0.6);
     int used = 0;
-    if (r < p_full) used = gpus_per_host;
-    else if (r < p_full + q) used = 1 + static_cast<int>(rng.below(static_cast<std::uint64_t>(std::max(1, gpus_per_host - 1))));
+    if (r < p_full)
+      used = gpus_per_host;
+    else if (r < p_full + q)
+      used = 1 + static_cast<int>(
+                     rng.below(static_cast<std::uint64_t>(std::max(1, gpus_per_host - 1))));
     free.emplace_back(h.name, gpus_per_host - used);
   }
   std::sort(free.begin(), free.end());

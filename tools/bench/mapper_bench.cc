@@ -96,7 +96,8 @@ bool scotch_map(const Instance& in, const FatTreeSpec& spec, const topology::Fab
         for (long long i = 0; i < d.size; ++i) {
           long long r = base + i * d.stride;
           if (d.pattern == Pattern::kAllToAll) {
-            for (long long j = i + 1; j < d.size; ++j) add(r, base + j * d.stride, d.bytes / d.size);
+            for (long long j = i + 1; j < d.size; ++j)
+              add(r, base + j * d.stride, d.bytes / d.size);
           } else if (d.pattern == Pattern::kPipeline) {
             if (i + 1 < d.size) add(r, r + d.stride, 2 * d.bytes);
           } else {
@@ -107,7 +108,8 @@ bool scotch_map(const Instance& in, const FatTreeSpec& spec, const topology::Fab
     }
   }
   double wmax = 0;
-  for (const auto& a : adj) for (const auto& [k, w] : a) wmax = std::max(wmax, w);
+  for (const auto& a : adj)
+    for (const auto& [k, w] : a) wmax = std::max(wmax, w);
   std::vector<SCOTCH_Num> verttab(static_cast<std::size_t>(n) + 1, 0), edgetab, edlotab;
   for (SCOTCH_Num v = 0; v < n; ++v) {
     for (const auto& [k, w] : adj[static_cast<std::size_t>(v)]) {
@@ -173,11 +175,18 @@ bool scotch_map(const Instance& in, const FatTreeSpec& spec, const topology::Fab
   }
   std::size_t next = 0;
   for (auto r : homeless) {
-    auto want = static_cast<std::size_t>(std::min<SCOTCH_Num>(part[r], static_cast<SCOTCH_Num>(used.size() - 1)));
+    auto want = static_cast<std::size_t>(
+        std::min<SCOTCH_Num>(part[r], static_cast<SCOTCH_Num>(used.size() - 1)));
     std::size_t best = used.size();
     for (std::size_t d = 0; d < used.size(); ++d) {
-      if (want + d < used.size() && !used[want + d]) { best = want + d; break; }
-      if (want >= d && !used[want - d]) { best = want - d; break; }
+      if (want + d < used.size() && !used[want + d]) {
+        best = want + d;
+        break;
+      }
+      if (want >= d && !used[want - d]) {
+        best = want - d;
+        break;
+      }
     }
     if (best == used.size()) {
       while (used[next]) ++next;
@@ -256,12 +265,17 @@ FatTreeSpec three_tier(int hosts, int per_leaf, int leaves_per_pod, double overs
 int main(int argc, char** argv) {
   bool quick = false, scotch = true, scale = true, suite = true;
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--quick")) quick = true;
-    else if (!std::strcmp(argv[i], "--no-scotch")) scotch = false;
-    else if (!std::strcmp(argv[i], "--no-scale")) scale = false;
-    else if (!std::strcmp(argv[i], "--scale-only")) suite = false;
+    if (!std::strcmp(argv[i], "--quick"))
+      quick = true;
+    else if (!std::strcmp(argv[i], "--no-scotch"))
+      scotch = false;
+    else if (!std::strcmp(argv[i], "--no-scale"))
+      scale = false;
+    else if (!std::strcmp(argv[i], "--scale-only"))
+      suite = false;
     else {
-      std::fprintf(stderr, "usage: mapper_bench [--quick] [--no-scotch] [--no-scale | --scale-only]\n");
+      std::fprintf(stderr,
+                   "usage: mapper_bench [--quick] [--no-scotch] [--no-scale | --scale-only]\n");
       return 2;
     }
   }
@@ -278,12 +292,13 @@ int main(int argc, char** argv) {
   };
   std::vector<ScaleRow> scale_rows;
   if (scale) {
-    std::printf("scale (3-tier 2:1, 32 hosts/leaf, 16 leaves/pod, whole hosts, "
-                "tp=8,cp=2,ep=2,pp=8,dp=auto):\n");
+    std::printf(
+        "scale (3-tier 2:1, 32 hosts/leaf, 16 leaves/pod, whole hosts, "
+        "tp=8,cp=2,ep=2,pp=8,dp=auto):\n");
     std::printf("  %8s %8s %10s %10s %10s %10s %10s %9s\n", "GPUs", "hosts", "cpu ms", "wall ms",
                 "topo s", "block s", "bound s", "peak MiB");
-    std::vector<int> sizes = quick ? std::vector<int>{1024, 8192} :
-                                     std::vector<int>{1024, 8192, 65536, 131072};
+    std::vector<int> sizes =
+        quick ? std::vector<int>{1024, 8192} : std::vector<int>{1024, 8192, 65536, 131072};
     auto node = make_node(8, 8, 450, 50);
     for (int gpus : sizes) {
       FatTreeSpec s = three_tier(gpus / 8, 32, 16, 2);
@@ -297,10 +312,10 @@ int main(int argc, char** argv) {
       double t0 = now_s(), c0 = cpu_s();
       RankPlan p = plan(f, nodes, r);
       double ms = (cpu_s() - c0) * 1e3, wall = (now_s() - t0) * 1e3;
-      scale_rows.push_back({gpus, ms, wall, peak_rss_mib(), p.cost.seconds, p.block_cost.seconds,
-                            p.lower_bound});
-      std::printf("  %8d %8d %10.1f %10.1f %10.4f %10.4f %10.4f %9.1f\n", gpus, gpus / 8, ms,
-                  wall, p.cost.seconds, p.block_cost.seconds, p.lower_bound, peak_rss_mib());
+      scale_rows.push_back(
+          {gpus, ms, wall, peak_rss_mib(), p.cost.seconds, p.block_cost.seconds, p.lower_bound});
+      std::printf("  %8d %8d %10.1f %10.1f %10.4f %10.4f %10.4f %9.1f\n", gpus, gpus / 8, ms, wall,
+                  p.cost.seconds, p.block_cost.seconds, p.lower_bound, peak_rss_mib());
       std::fflush(stdout);
     }
     std::printf("\n");
@@ -341,10 +356,11 @@ int main(int argc, char** argv) {
   if (quick) families = {families[1], families[5], families[6], families[7], families[8]};
   if (!suite) families.clear();
 
-  const std::vector<std::pair<std::string, int>> layouts = {
-      {"tp=8,pp=4,dp=auto", 256},        {"tp=8,pp=2,dp=auto", 128},
-      {"tp=2,ep=8,pp=2,dp=auto", 256},   {"tp=8,cp=4,dp=auto", 256},
-      {"tp=4,cp=2,ep=2,pp=2,dp=auto", 256}};
+  const std::vector<std::pair<std::string, int>> layouts = {{"tp=8,pp=4,dp=auto", 256},
+                                                            {"tp=8,pp=2,dp=auto", 128},
+                                                            {"tp=2,ep=8,pp=2,dp=auto", 256},
+                                                            {"tp=8,cp=4,dp=auto", 256},
+                                                            {"tp=4,cp=2,ep=2,pp=2,dp=auto", 256}};
   std::vector<Row> rows;
   std::printf("suite:\n  %-36s %-30s %5s %5s %9s %9s %9s %9s %9s %7s %7s %8s %8s\n", "instance",
               "layout", "hosts", "GPUs", "block", "random", "scotch", "topo", "bound", "t/LB",
@@ -360,11 +376,14 @@ int main(int argc, char** argv) {
       int gpus = gpus0;
       if (f.spec.gpus_per_host == 4) gpus = gpus0 / 2;
       std::vector<std::pair<std::string, Allocation>> allocs;
-      allocs.emplace_back("whole", whole_hosts(fabric, f.spec.gpus_per_host, gpus / f.spec.gpus_per_host));
-      for (double busy : quick ? std::vector<double>{0.7} : std::vector<double>{0.5, 0.7, 0.9, 0.95}) {
+      allocs.emplace_back("whole",
+                          whole_hosts(fabric, f.spec.gpus_per_host, gpus / f.spec.gpus_per_host));
+      for (double busy :
+           quick ? std::vector<double>{0.7} : std::vector<double>{0.5, 0.7, 0.9, 0.95}) {
         try {
           allocs.emplace_back("frag" + std::to_string(static_cast<int>(busy * 100)),
-                              fragmented_allocation(fabric, f.spec.gpus_per_host, busy, gpus, static_cast<std::uint64_t>(seed++)));
+                              fragmented_allocation(fabric, f.spec.gpus_per_host, busy, gpus,
+                                                    static_cast<std::uint64_t>(seed++)));
         } catch (const std::exception&) {
           // Too busy to hold this job: not an instance.
         }
@@ -410,47 +429,53 @@ int main(int argc, char** argv) {
   auto verdict = [](bool ok) { return ok ? "PASS" : "FAIL"; };
   if (rows.empty()) std::printf("\ntargets (issue 4):\n  SKIP  suite targets (--scale-only)\n");
   if (!rows.empty()) {
-  std::printf("\nsummary over %zu instances:\n", rows.size());
-  std::printf("  median topo / lower bound        %.4f\n", median(t_lb));
-  std::printf("  median saving vs block (all)     %.1f%%\n", 100 * median(all_gain));
-  std::printf("  median saving vs block (frag)    %.1f%% over %zu fragmented instances\n",
-              100 * median(frag_gain), frag_gain.size());
-  std::printf("  instances where topo > block     %d\n", worse_than_block);
-  // How much of the room block leaves above the bound topo takes, on the fragmented instances
-  // that have room (block > 1.05 x bound); for information, not a target.
-  std::vector<double> captured;
-  for (const auto& r : rows) {
-    if (r.fragmented && r.block > 1.05 * r.lb) captured.push_back((r.block - r.topo) / (r.block - r.lb));
-  }
-  std::printf("  fragmented with room (block > 1.05 x bound): %zu; median share of that room topo "
-              "takes %.1f%%\n", captured.size(), 100 * median(captured));
-  if (scotch_n) {
-    std::printf("  topo <= scotch                   %d of %d (%.1f%%)\n", scotch_ok, scotch_n,
-                100.0 * scotch_ok / scotch_n);
-    std::printf("  mapping time, total              topo %.1f ms, scotch %.1f ms (topo faster on %d of %d)\n",
-                topo_ms, scotch_ms, scotch_slower, scotch_n);
-  }
-  std::printf("\ntargets (issue 4):\n");
-  std::printf("  %s  topo <= 1.05 x lower bound (median): %.4f\n", verdict(median(t_lb) <= 1.05),
-              median(t_lb));
-  std::printf("  %s  topo never worse than block: %d instances worse\n",
-              verdict(worse_than_block == 0), worse_than_block);
-  std::printf("  %s  >= 25%% lower than block on the median fragmented instance: %.1f%%\n",
-              verdict(median(frag_gain) >= 0.25), 100 * median(frag_gain));
-  if (scotch_n) {
-    std::printf("  %s  at least as good as Scotch on >= 90%% of instances: %.1f%%\n",
-                verdict(scotch_ok >= 0.9 * scotch_n), 100.0 * scotch_ok / scotch_n);
-    std::printf("  %s  faster than Scotch: total %.1f ms vs %.1f ms\n",
-                verdict(topo_ms < scotch_ms), topo_ms, scotch_ms);
-  } else {
-    std::printf("  SKIP  Scotch comparison (libscotch-dev not found or --no-scotch)\n");
-  }
+    std::printf("\nsummary over %zu instances:\n", rows.size());
+    std::printf("  median topo / lower bound        %.4f\n", median(t_lb));
+    std::printf("  median saving vs block (all)     %.1f%%\n", 100 * median(all_gain));
+    std::printf("  median saving vs block (frag)    %.1f%% over %zu fragmented instances\n",
+                100 * median(frag_gain), frag_gain.size());
+    std::printf("  instances where topo > block     %d\n", worse_than_block);
+    // How much of the room block leaves above the bound topo takes, on the fragmented instances
+    // that have room (block > 1.05 x bound); for information, not a target.
+    std::vector<double> captured;
+    for (const auto& r : rows) {
+      if (r.fragmented && r.block > 1.05 * r.lb)
+        captured.push_back((r.block - r.topo) / (r.block - r.lb));
+    }
+    std::printf(
+        "  fragmented with room (block > 1.05 x bound): %zu; median share of that room topo "
+        "takes %.1f%%\n",
+        captured.size(), 100 * median(captured));
+    if (scotch_n) {
+      std::printf("  topo <= scotch                   %d of %d (%.1f%%)\n", scotch_ok, scotch_n,
+                  100.0 * scotch_ok / scotch_n);
+      std::printf(
+          "  mapping time, total              topo %.1f ms, scotch %.1f ms (topo faster on %d of "
+          "%d)\n",
+          topo_ms, scotch_ms, scotch_slower, scotch_n);
+    }
+    std::printf("\ntargets (issue 4):\n");
+    std::printf("  %s  topo <= 1.05 x lower bound (median): %.4f\n", verdict(median(t_lb) <= 1.05),
+                median(t_lb));
+    std::printf("  %s  topo never worse than block: %d instances worse\n",
+                verdict(worse_than_block == 0), worse_than_block);
+    std::printf("  %s  >= 25%% lower than block on the median fragmented instance: %.1f%%\n",
+                verdict(median(frag_gain) >= 0.25), 100 * median(frag_gain));
+    if (scotch_n) {
+      std::printf("  %s  at least as good as Scotch on >= 90%% of instances: %.1f%%\n",
+                  verdict(scotch_ok >= 0.9 * scotch_n), 100.0 * scotch_ok / scotch_n);
+      std::printf("  %s  faster than Scotch: total %.1f ms vs %.1f ms\n",
+                  verdict(topo_ms < scotch_ms), topo_ms, scotch_ms);
+    } else {
+      std::printf("  SKIP  Scotch comparison (libscotch-dev not found or --no-scotch)\n");
+    }
   }
   for (const auto& s : scale_rows) {
     if (s.gpus == 131072) {
-      std::printf("  %s  131,072 GPUs mapped in <= 2 s (CPU, one thread) with <= 1 GiB peak: "
-                  "%.0f ms CPU (%.0f ms wall), %.0f MiB\n",
-                  verdict(s.ms <= 2000 && s.rss <= 1024), s.ms, s.wall_ms, s.rss);
+      std::printf(
+          "  %s  131,072 GPUs mapped in <= 2 s (CPU, one thread) with <= 1 GiB peak: "
+          "%.0f ms CPU (%.0f ms wall), %.0f MiB\n",
+          verdict(s.ms <= 2000 && s.rss <= 1024), s.ms, s.wall_ms, s.rss);
     }
   }
   if (scale && quick) std::printf("  SKIP  131,072 GPUs (full mode only)\n");

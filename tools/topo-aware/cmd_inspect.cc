@@ -52,7 +52,8 @@ Scored score_plan(const Loaded& l, const nlohmann::json& ranks, const std::strin
   try {
     for (const auto& t : ranks) {
       auto task = t.at("task").get<std::size_t>();
-      if (task >= world) throw topology::Error(topology::ErrorCode::kBadInput, path, "task out of range");
+      if (task >= world)
+        throw topology::Error(topology::ErrorCode::kBadInput, path, "task out of range");
       rank_of_task[task] = t.at("rank").get<int>();
       r.bound_gpu[task] = t.at("gpu").get<int>();
     }
@@ -65,7 +66,8 @@ Scored score_plan(const Loaded& l, const nlohmann::json& ranks, const std::strin
   std::vector<bool> seen(world, false);
   for (std::size_t t = 0; t < world; ++t) {
     int rank = rank_of_task[t];
-    if (rank < 0 || static_cast<std::size_t>(rank) >= world || seen[static_cast<std::size_t>(rank)]) {
+    if (rank < 0 || static_cast<std::size_t>(rank) >= world ||
+        seen[static_cast<std::size_t>(rank)]) {
       throw topology::Error(topology::ErrorCode::kBadInput, path,
                             "ranks: not a permutation of 0.." + std::to_string(world - 1));
     }
@@ -82,7 +84,8 @@ Scored score_algorithm(const Loaded& l, mapper::Algorithm a) {
   mapper::RankPlan p = mapper::plan(l.fabric, l.nodes, r);
   // Score it in the same way as the plan: through its tasks' GPUs.
   nlohmann::json ranks = nlohmann::json::array();
-  for (const auto& t : p.tasks) ranks.push_back({{"task", t.task}, {"rank", t.rank}, {"gpu", t.gpu}});
+  for (const auto& t : p.tasks)
+    ranks.push_back({{"task", t.task}, {"rank", t.rank}, {"gpu", t.gpu}});
   return score_plan(l, ranks, "(" + to_string(a) + ")");
 }
 
@@ -99,11 +102,16 @@ std::string color(double u) {
 std::string escape(const std::string& s) {
   std::string o;
   for (char c : s) {
-    if (c == '<') o += "&lt;";
-    else if (c == '>') o += "&gt;";
-    else if (c == '&') o += "&amp;";
-    else if (c == '"') o += "&quot;";
-    else o += c;
+    if (c == '<')
+      o += "&lt;";
+    else if (c == '>')
+      o += "&gt;";
+    else if (c == '&')
+      o += "&amp;";
+    else if (c == '"')
+      o += "&quot;";
+    else
+      o += c;
   }
   return o;
 }
@@ -148,14 +156,13 @@ std::string render_svg(const Scored& s) {
   }
   for (double b : host_bytes) max_bytes = std::max(max_bytes, b);
   for (const auto& [k, v] : up) max_bytes = std::max(max_bytes, v.first);
-  auto stroke = [&](double bytes) {
-    return max_bytes > 0 ? 1 + 9 * bytes / max_bytes : 1.0;
-  };
+  auto stroke = [&](double bytes) { return max_bytes > 0 ? 1 + 9 * bytes / max_bytes : 1.0; };
   std::ostringstream o;
   o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
     << "\" font-family=\"sans-serif\" font-size=\"11\">\n";
-  o << "<text x=\"10\" y=\"18\">topo-aware inspect: " << escape(std::to_string(s.slot_of_rank.size()))
-    << " ranks, modeled " << escape(seconds(s.cost.seconds))
+  o << "<text x=\"10\" y=\"18\">topo-aware inspect: "
+    << escape(std::to_string(s.slot_of_rank.size())) << " ranks, modeled "
+    << escape(seconds(s.cost.seconds))
     << " per step; colour = load/bandwidth of the busiest dim (red = the step's worst link), "
        "width = bytes</text>\n";
   const double base_y = height - 40;
@@ -198,8 +205,8 @@ std::string render_svg(const Scored& s) {
         auto it = up.find({static_cast<int>(l), static_cast<std::int64_t>(g)});
         double bytes = it == up.end() ? 0 : it->second.first;
         double peak = it == up.end() ? 0 : it->second.second;
-        o << "<line x1=\"" << gx[l][g] << "\" y1=\"" << level_y(l) << "\" x2=\"" << px
-          << "\" y2=\"" << level_y(l + 1) << "\" stroke=\"" << color(worst > 0 ? peak / worst : 0)
+        o << "<line x1=\"" << gx[l][g] << "\" y1=\"" << level_y(l) << "\" x2=\"" << px << "\" y2=\""
+          << level_y(l + 1) << "\" stroke=\"" << color(worst > 0 ? peak / worst : 0)
           << "\" stroke-width=\"" << stroke(bytes) << "\"><title>" << escape(lv.group_label[g])
           << " uplink: " << escape(gigabytes(bytes)) << " at " << lv.uplink_gbps[g]
           << " GB/s</title></line>\n";
@@ -216,8 +223,8 @@ std::string render_svg(const Scored& s) {
 
 std::string dims_table(const Scored& plan, const Scored& other, const std::string& other_name,
                        const mapper::Layout& layout) {
-  std::vector<std::vector<std::string>> rows = {{"dim", "size", "in host", "in leaf", "across",
-                                                 "time", other_name, other_name + " groups"}};
+  std::vector<std::vector<std::string>> rows = {
+      {"dim", "size", "in host", "in leaf", "across", "time", other_name, other_name + " groups"}};
   for (std::size_t i = 0; i < plan.cost.dims.size(); ++i) {
     const auto& d = plan.cost.dims[i];
     int size = 1;
@@ -240,11 +247,13 @@ std::string dims_table(const Scored& plan, const Scored& other, const std::strin
 void add_inspect(CLI::App& app, Common& common) {
   auto o = std::make_shared<InspectOptions>();
   auto* sub = app.add_subcommand(
-      "inspect", "Explain a plan from `map --of json`: traffic per dim and tier against block "
-                 "order, and a picture of the fabric with its load");
+      "inspect",
+      "Explain a plan from `map --of json`: traffic per dim and tier against block "
+      "order, and a picture of the fabric with its load");
   sub->add_option("plan", o->plan, "PLAN.json written by `topo-aware map --of json`")->required();
-  sub->add_option("--compare", o->compare, "Order to compare with: block (default), cyclic, "
-                                           "random or topo");
+  sub->add_option("--compare", o->compare,
+                  "Order to compare with: block (default), cyclic, "
+                  "random or topo");
   sub->add_option("--svg", o->svg, "Write an SVG picture of the fabric with the plan's traffic");
   sub->add_option("--of", o->format, "Output: text (default) or json");
   sub->add_option("-o,--output", o->output, "Write to this file instead of stdout");
@@ -260,8 +269,9 @@ void add_inspect(CLI::App& app, Common& common) {
                             "not a plan from `topo-aware map --of json` (no inputs/ranks)");
     }
     Loaded l = load_inputs(inputs_from_json(j["inputs"], o->plan));
-    if (j["ranks"].size() != static_cast<std::size_t>(std::accumulate(
-                                 l.request.tasks_per_host.begin(), l.request.tasks_per_host.end(), 0))) {
+    if (j["ranks"].size() !=
+        static_cast<std::size_t>(
+            std::accumulate(l.request.tasks_per_host.begin(), l.request.tasks_per_host.end(), 0))) {
       throw topology::Error(topology::ErrorCode::kBadInput, o->plan,
                             "ranks do not match the tasks its inputs give");
     }
@@ -277,8 +287,11 @@ void add_inspect(CLI::App& app, Common& common) {
       out["lower_bound"] = lb;
       out["links"] = nlohmann::json::array();
       for (const auto& k : plan.loads) {
-        out["links"].push_back({{"name", k.name}, {"level", k.level}, {"bytes", k.bytes},
-                                {"gbps", k.gbps}, {"peak_seconds", k.peak_seconds}});
+        out["links"].push_back({{"name", k.name},
+                                {"level", k.level},
+                                {"bytes", k.bytes},
+                                {"gbps", k.gbps},
+                                {"peak_seconds", k.peak_seconds}});
       }
       text = out.dump(2) + "\n";
     } else {
@@ -289,10 +302,10 @@ void add_inspect(CLI::App& app, Common& common) {
         << "\n";
       s << "modeled communication per step: " << seconds(plan.cost.seconds) << "; " << o->compare
         << " order " << seconds(other.cost.seconds) << " ("
-        << (other.cost.seconds > 0
-                ? std::to_string(static_cast<int>(std::round(
-                      (1 - plan.cost.seconds / other.cost.seconds) * 100))) + "% less"
-                : "-")
+        << (other.cost.seconds > 0 ? std::to_string(static_cast<int>(std::round(
+                                         (1 - plan.cost.seconds / other.cost.seconds) * 100))) +
+                                         "% less"
+                                   : "-")
         << "); lower bound " << seconds(lb) << "\n";
       if (!plan.cost.bottleneck.empty()) s << "bottleneck: " << plan.cost.bottleneck << "\n";
       s << "\nper dim: groups whose traffic stays inside a host / inside a leaf group / crosses "
@@ -308,7 +321,8 @@ void add_inspect(CLI::App& app, Common& common) {
       std::sort(top.begin(), top.end(),
                 [](const auto& a, const auto& b) { return a.peak_seconds > b.peak_seconds; });
       if (top.size() > 8) top.resize(8);
-      std::vector<std::vector<std::string>> links = {{"busiest links", "bytes/step", "GB/s", "time"}};
+      std::vector<std::vector<std::string>> links = {
+          {"busiest links", "bytes/step", "GB/s", "time"}};
       for (const auto& k : top) {
         char bw[32];
         std::snprintf(bw, sizeof bw, "%.1f", k.gbps);

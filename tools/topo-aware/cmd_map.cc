@@ -56,7 +56,8 @@ std::string render_table(const mapper::RankPlan& p, const mapper::RankPlan* topo
   if (topo && topo != &p) {
     out << "topo would give: " << seconds(topo->cost.seconds) << "\n";
   }
-  if (p.kept_block) out << "note: no assignment the model rates faster than block order was found\n";
+  if (p.kept_block)
+    out << "note: no assignment the model rates faster than block order was found\n";
   if (!p.cost.bottleneck.empty()) out << "bottleneck: " << p.cost.bottleneck << "\n";
   std::vector<std::vector<std::string>> dims = {
       {"dim", "size", "pattern", "time", "block", "in host", "in leaf", "across"}};
@@ -173,8 +174,9 @@ std::string render_hostfile(const mapper::RankPlan& p) {
 void add_map(CLI::App& app, Common& common) {
   auto o = std::make_shared<MapOptions>();
   auto* sub = app.add_subcommand(
-      "map", "Plan which GPU, NIC and CPUs each task of a step gets, and its cost against Slurm's "
-             "block order");
+      "map",
+      "Plan which GPU, NIC and CPUs each task of a step gets, and its cost against Slurm's "
+      "block order");
   sub->add_option("--fabric", o->in.fabric,
                   "Fabric file (ibnetdiscover dump, topology.conf, TOML or JSON)")
       ->required();

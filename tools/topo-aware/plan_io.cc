@@ -38,10 +38,14 @@ mapper::Algorithm algorithm_from(const std::string& name) {
 
 std::string to_string(mapper::Algorithm a) {
   switch (a) {
-    case mapper::Algorithm::kTopo: return "topo";
-    case mapper::Algorithm::kBlock: return "block";
-    case mapper::Algorithm::kCyclic: return "cyclic";
-    case mapper::Algorithm::kRandom: return "random";
+    case mapper::Algorithm::kTopo:
+      return "topo";
+    case mapper::Algorithm::kBlock:
+      return "block";
+    case mapper::Algorithm::kCyclic:
+      return "cyclic";
+    case mapper::Algorithm::kRandom:
+      return "random";
   }
   return "topo";
 }
@@ -62,8 +66,8 @@ Loaded load_inputs(const MapInputs& in) {
   // Node models: one capture for all hosts, a plain synthetic node, or the fabric's node types.
   int gpus = in.gpus_per_node;
   if (!in.node_type.empty()) {
-    out.node_store.push_back(std::make_unique<topology::NodeTopology>(
-        topology::load_node_file(in.node_type)));
+    out.node_store.push_back(
+        std::make_unique<topology::NodeTopology>(topology::load_node_file(in.node_type)));
     gpus = static_cast<int>(out.node_store.back()->gpus().size());
     if (gpus == 0) {
       throw topology::Error(topology::ErrorCode::kBadInput, "--node-type " + in.node_type,
@@ -102,8 +106,8 @@ Loaded load_inputs(const MapInputs& in) {
       }
       auto it = by_type.find(type->name);
       if (it == by_type.end()) {
-        out.node_store.push_back(std::make_unique<topology::NodeTopology>(
-            topology::load_node_file(type->capture_path)));
+        out.node_store.push_back(
+            std::make_unique<topology::NodeTopology>(topology::load_node_file(type->capture_path)));
         it = by_type.emplace(type->name, out.node_store.back().get()).first;
       }
       out.nodes.push_back(it->second);
@@ -155,8 +159,8 @@ nlohmann::json inputs_to_json(const MapInputs& in) {
   j["node_type"] = absolute(in.node_type);
   j["tasks_per_node"] = in.tasks_per_node;
   j["ntasks"] = in.ntasks;
-  j["layout"] = in.layout.rfind("file:", 0) == 0 ? "file:" + absolute(in.layout.substr(5))
-                                                  : in.layout;
+  j["layout"] =
+      in.layout.rfind("file:", 0) == 0 ? "file:" + absolute(in.layout.substr(5)) : in.layout;
   j["algo"] = in.algo;
   j["seed"] = in.seed;
   j["refine_moves"] = in.refine_moves;
@@ -235,8 +239,10 @@ std::string cpu_ranges(const std::vector<std::uint32_t>& cpus) {
 
 std::string seconds(double s) {
   char buf[32];
-  if (s < 1) std::snprintf(buf, sizeof buf, "%.2f ms", s * 1e3);
-  else std::snprintf(buf, sizeof buf, "%.3f s", s);
+  if (s < 1)
+    std::snprintf(buf, sizeof buf, "%.2f ms", s * 1e3);
+  else
+    std::snprintf(buf, sizeof buf, "%.3f s", s);
   return buf;
 }
 

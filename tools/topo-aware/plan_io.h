@@ -15,14 +15,14 @@
 namespace topoaware::cli {
 
 struct MapInputs {
-  std::string fabric;         // path
-  std::string guid_map;       // path or empty
-  std::string nodes;          // hostlist
-  int gpus_per_node = 0;      // 0: from the node type
-  std::string node_type;      // capture path, or empty
-  int tasks_per_node = 0;     // 0: every GPU of the node
-  long long ntasks = 0;       // > 0: Slurm's block distribution of this many tasks over the hosts
-  std::string layout;         // spec or file:PATH
+  std::string fabric;      // path
+  std::string guid_map;    // path or empty
+  std::string nodes;       // hostlist
+  int gpus_per_node = 0;   // 0: from the node type
+  std::string node_type;   // capture path, or empty
+  int tasks_per_node = 0;  // 0: every GPU of the node
+  long long ntasks = 0;    // > 0: Slurm's block distribution of this many tasks over the hosts
+  std::string layout;      // spec or file:PATH
   std::string algo = "topo";
   std::uint64_t seed = 1;
   long long refine_moves = -1;

@@ -2,7 +2,6 @@
 // DGX H100 capture, exit codes, the env line format the end-to-end test relies on, JSON keys,
 // hostfile, and inspect recomputing a plan from its JSON.
 #include <gtest/gtest.h>
-
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -48,7 +47,8 @@ std::string lab_args() {
 }
 
 TEST(MapCliTest, EnvLinesPerTaskSortedByName) {
-  CliRun r = run("map " + lab_args() + " --nodes 'node[1-4]' --layout tp=8,pp=2 --job-id 77 --of env");
+  CliRun r =
+      run("map " + lab_args() + " --nodes 'node[1-4]' --layout tp=8,pp=2 --job-id 77 --of env");
   ASSERT_EQ(r.rc, 0) << r.out;
   std::istringstream in(r.out);
   std::string line;
@@ -130,7 +130,8 @@ TEST(MapCliTest, HostfileListsRankHosts) {
 TEST(MapCliTest, BadInputAndUsageExitCodes) {
   CliRun bad = run("map " + lab_args() + " --nodes 'node[1-4]' --layout tp=8,pp=3");
   EXPECT_EQ(bad.rc, 1);
-  EXPECT_NE(bad.out.find("tp*cp*ep*pp = 24 does not divide 32 slots"), std::string::npos) << bad.out;
+  EXPECT_NE(bad.out.find("tp*cp*ep*pp = 24 does not divide 32 slots"), std::string::npos)
+      << bad.out;
   CliRun unknown = run("map " + lab_args() + " --nodes 'node[1-2],nosuch' --layout tp=8");
   EXPECT_EQ(unknown.rc, 1);
   EXPECT_NE(unknown.out.find("nosuch"), std::string::npos) << unknown.out;

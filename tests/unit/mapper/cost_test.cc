@@ -66,15 +66,17 @@ FatTreeSpec tiny(int hosts, int per_leaf, int gpus, double oversub) {
 TEST(CostTest, RingInsideAHostUsesNvlinkOnly) {
   Small s = small(tiny(4, 2, 4, 1), {4, 4}, "tp=4,dp=2");
   Instance in = make_instance(s.fabric, s.nodes, s.request);
-  CostReport block = evaluate(in.machine, in.traffic,
-                              std::vector<std::uint32_t>(in.block_slot.begin(), in.block_slot.end()));
+  CostReport block =
+      evaluate(in.machine, in.traffic,
+               std::vector<std::uint32_t>(in.block_slot.begin(), in.block_slot.end()));
   ASSERT_GE(block.dims.size(), 4u);
   EXPECT_EQ(block.dims[0].dim, "tp");
   EXPECT_EQ(block.dims[0].groups_in_host, 2);
   EXPECT_EQ(block.dims[0].groups_across + block.dims[0].groups_in_leaf, 0);
   // tp ring of 4 in one host: each GPU sends 2*(3/4)*S over NVLink at 150 GB/s.
   const DimTraffic& tp = in.traffic.dims[0];
-  double expect = 2.0 * 3 / 4 * tp.bytes / 150e9 + tp.calls * 2 * 3 * in.machine.nvlink_latency_us * 1e-6;
+  double expect =
+      2.0 * 3 / 4 * tp.bytes / 150e9 + tp.calls * 2 * 3 * in.machine.nvlink_latency_us * 1e-6;
   EXPECT_NEAR(block.dims[0].seconds, expect, expect * 1e-9);
   // dp pairs GPU k of host 0 with GPU k of host 1: same leaf, one NIC each way.
   EXPECT_EQ(block.dims[3].groups_in_leaf, 4);
@@ -84,8 +86,20 @@ TEST(CostTest, CrossingAnOversubscribedLeafCostsMore) {
   // Two hosts under different leaves (4:1) against two under one leaf, same layout.
   Small near = small(tiny(4, 2, 2, 4), {2, 2, 0, 0}, "dp=4");
   Small far = small(tiny(4, 2, 2, 4), {2, 0, 2, 0}, "dp=4");
-  double c_near = plan(near.fabric, near.nodes, [&] { auto r = near.request; r.algorithm = Algorithm::kBlock; return r; }()).cost.seconds;
-  double c_far = plan(far.fabric, far.nodes, [&] { auto r = far.request; r.algorithm = Algorithm::kBlock; return r; }()).cost.seconds;
+  double c_near = plan(near.fabric, near.nodes,
+                       [&] {
+                         auto r = near.request;
+                         r.algorithm = Algorithm::kBlock;
+                         return r;
+                       }())
+                      .cost.seconds;
+  double c_far = plan(far.fabric, far.nodes,
+                      [&] {
+                        auto r = far.request;
+                        r.algorithm = Algorithm::kBlock;
+                        return r;
+                      }())
+                     .cost.seconds;
   EXPECT_GT(c_far, c_near);
 }
 
@@ -128,21 +142,24 @@ INSTANTIATE_TEST_SUITE_P(
     Small, BruteForceTest,
     ::testing::Values(
         BruteCase{"tp2-dp2-pp2 on 4x2, 2:1", tiny(4, 2, 2, 2), {2, 2, 2, 2}, "tp=2,dp=2,pp=2"},
-        BruteCase{"tp2-pp2-dp2 order pp-tp-dp", tiny(4, 2, 2, 2), {2, 2, 2, 2},
+        BruteCase{"tp2-pp2-dp2 order pp-tp-dp",
+                  tiny(4, 2, 2, 2),
+                  {2, 2, 2, 2},
                   "tp=2,pp=2,dp=2,order=pp-tp-dp"},
         BruteCase{"fragmented 3+1+2+2, tp4 dp2", tiny(4, 2, 4, 4), {3, 1, 2, 2}, "tp=4,dp=2"},
-        BruteCase{"fragmented 1+3+3+1, tp2 pp2 dp2", tiny(4, 2, 4, 2), {1, 3, 3, 1},
-                  "tp=2,pp=2,dp=2"},
+        BruteCase{
+            "fragmented 1+3+3+1, tp2 pp2 dp2", tiny(4, 2, 4, 2), {1, 3, 3, 1}, "tp=2,pp=2,dp=2"},
         BruteCase{"ep4 all-to-all, dp2", tiny(4, 2, 2, 2), {2, 2, 2, 2}, "ep=4,dp=2"},
         BruteCase{"cp2 tp2 dp2, 4:1", tiny(4, 2, 2, 4), {2, 2, 2, 2}, "tp=2,cp=2,dp=2"},
         BruteCase{"rail-optimized 4x2", rails(tiny(4, 2, 2, 2)), {2, 2, 2, 2}, "tp=2,pp=2,dp=2"},
-        BruteCase{"NVLink domains of 2 hosts", nvl(tiny(4, 2, 2, 2), 2), {2, 2, 2, 2},
-                  "tp=4,dp=2"},
+        BruteCase{"NVLink domains of 2 hosts", nvl(tiny(4, 2, 2, 2), 2), {2, 2, 2, 2}, "tp=4,dp=2"},
         BruteCase{"pipeline 8 over 4 hosts", tiny(4, 2, 2, 1), {2, 2, 2, 2}, "pp=8"},
-        BruteCase{"NVLink domains, fragmented 3+1+2+2", nvl(tiny(4, 2, 4, 2), 2), {3, 1, 2, 2},
+        BruteCase{"NVLink domains, fragmented 3+1+2+2",
+                  nvl(tiny(4, 2, 4, 2), 2),
+                  {3, 1, 2, 2},
                   "tp=4,dp=2"},
-        BruteCase{"rail-optimized fragmented, ep", rails(tiny(4, 2, 4, 2)), {3, 1, 1, 3},
-                  "ep=4,dp=2"}),
+        BruteCase{
+            "rail-optimized fragmented, ep", rails(tiny(4, 2, 4, 2)), {3, 1, 1, 3}, "ep=4,dp=2"}),
     [](const auto& param) { return "case" + std::to_string(param.index); });
 
 }  // namespace

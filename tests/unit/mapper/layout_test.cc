@@ -131,11 +131,13 @@ TEST(JobTomlTest, ErrorsNameFileAndLine) {
             "j.toml:3: unknown key model.hiden");
   EXPECT_NE(error_of([] { parse_job_toml("layout = [", "j.toml"); }).find("j.toml:1"),
             std::string::npos);
-  EXPECT_NE(error_of([] { parse_job_toml("[[flow]]\nfrom = 0\nto = 99\nbytes = 1\n", "j.toml", 8); })
-                .find("outside 0..7"),
+  EXPECT_NE(error_of([] {
+              parse_job_toml("[[flow]]\nfrom = 0\nto = 99\nbytes = 1\n", "j.toml", 8);
+            }).find("outside 0..7"),
             std::string::npos);
-  EXPECT_NE(error_of([] { parse_job_toml("[dims.tp]\nsize = 3\n", "j.toml", 8); })
-                .find("does not divide 8 slots"),
+  EXPECT_NE(error_of([] {
+              parse_job_toml("[dims.tp]\nsize = 3\n", "j.toml", 8);
+            }).find("does not divide 8 slots"),
             std::string::npos);
 }
 

@@ -201,8 +201,10 @@ TEST(PlanTest, TaskEnvironment) {
     std::vector<std::string> devs;
     std::string list = env["CUDA_VISIBLE_DEVICES"], item;
     for (char ch : list + ",") {
-      if (ch == ',') devs.push_back(item), item.clear();
-      else item += ch;
+      if (ch == ',')
+        devs.push_back(item), item.clear();
+      else
+        item += ch;
     }
     ASSERT_EQ(devs.size(), 8u);
     EXPECT_EQ(devs[static_cast<std::size_t>(t.local_rank)], std::to_string(t.gpu));

@@ -44,17 +44,17 @@ struct NetLevel {
 
 // What the cost model routes over, gathered once per plan from the fabric and node models.
 struct Machine {
-  std::vector<std::string> hosts;            // the step's hosts, sorted by name
-  std::vector<std::uint32_t> fabric_host;    // per host: index into Fabric::hosts
-  std::vector<Slot> slots;                   // sorted by (host, gpu)
-  std::vector<double> slot_nvlink_gbps;      // per slot: GPU egress inside host / NVLink domain
-  std::vector<std::uint32_t> port_base;      // per host: first index into port_gbps
-  std::vector<std::uint32_t> port_count;     // per host
-  std::vector<double> port_gbps;             // every host port, host after host
-  std::vector<int> domain_of_host;           // NVLink domain (dense) or -1
-  std::vector<NetLevel> levels;              // innermost first
+  std::vector<std::string> hosts;          // the step's hosts, sorted by name
+  std::vector<std::uint32_t> fabric_host;  // per host: index into Fabric::hosts
+  std::vector<Slot> slots;                 // sorted by (host, gpu)
+  std::vector<double> slot_nvlink_gbps;    // per slot: GPU egress inside host / NVLink domain
+  std::vector<std::uint32_t> port_base;    // per host: first index into port_gbps
+  std::vector<std::uint32_t> port_count;   // per host
+  std::vector<double> port_gbps;           // every host port, host after host
+  std::vector<int> domain_of_host;         // NVLink domain (dense) or -1
+  std::vector<NetLevel> levels;            // innermost first
   bool rail_optimized = false;
-  double nvlink_latency_us = 0.5;            // a hop inside a host or NVLink domain
+  double nvlink_latency_us = 0.5;  // a hop inside a host or NVLink domain
   // Latency of a flow by how far it reached: [0] inside a host/NVLink domain, [1] inside one
   // group of levels[0], [2 + l] across level l (Fabric::levels latency_us of the common level).
   std::vector<double> reach_latency_us;
@@ -98,8 +98,7 @@ CostReport evaluate(const Machine& machine, const Traffic& traffic,
 // (optional) receives the bytes that left a level group, weighted by the level's height: the
 // tie-break between assignments the model times alike (keep traffic low in the tree).
 double evaluate_seconds(const Machine& machine, const Traffic& traffic,
-                        const std::vector<std::uint32_t>& slot_of_rank,
-                        double* crossing = nullptr);
+                        const std::vector<std::uint32_t>& slot_of_rank, double* crossing = nullptr);
 
 // A lower bound on evaluate_seconds() over every assignment of ranks to the machine's slots:
 // never above the optimum (checked against brute force in tests). docs/mapper.md derives it.

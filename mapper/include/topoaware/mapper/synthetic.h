@@ -16,17 +16,17 @@ namespace topoaware::mapper {
 
 struct FatTreeSpec {
   int hosts = 64;
-  int hosts_per_leaf = 16;       // hosts per leaf switch (per scalable unit when rail-optimized)
-  int leaves_per_pod = 0;        // 0: two tiers; > 0: three tiers, this many leaves per pod
-  double leaf_oversub = 1;       // leaf down:up bandwidth
-  double pod_oversub = 1;        // pod down:up bandwidth (three tiers)
+  int hosts_per_leaf = 16;  // hosts per leaf switch (per scalable unit when rail-optimized)
+  int leaves_per_pod = 0;   // 0: two tiers; > 0: three tiers, this many leaves per pod
+  double leaf_oversub = 1;  // leaf down:up bandwidth
+  double pod_oversub = 1;   // pod down:up bandwidth (three tiers)
   int gpus_per_host = 8;
-  int ports_per_host = 8;        // NIC ports to the fabric
-  double port_gbps = 50;         // GB/s per port (400 Gb/s)
-  bool rail_optimized = false;   // port k of every host of a unit goes to rail switch k
-  int nvlink_domain_hosts = 0;   // > 0: consecutive hosts form NVLink domains of this size
-  double nvlink_gbps = 450;      // per GPU, inside a host and a domain
-  bool scramble_names = false;   // host names shuffled against the wiring
+  int ports_per_host = 8;       // NIC ports to the fabric
+  double port_gbps = 50;        // GB/s per port (400 Gb/s)
+  bool rail_optimized = false;  // port k of every host of a unit goes to rail switch k
+  int nvlink_domain_hosts = 0;  // > 0: consecutive hosts form NVLink domains of this size
+  double nvlink_gbps = 450;     // per GPU, inside a host and a domain
+  bool scramble_names = false;  // host names shuffled against the wiring
   std::uint64_t seed = 1;
   std::string prefix = "node";
 };
