@@ -2,6 +2,7 @@
 #include "topoaware/mapper/synthetic.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <numeric>
 
@@ -333,6 +334,32 @@ Allocation fragmented_allocation(const Fabric& fabric, int gpus_per_host, double
     need -= take;
   }
   if (need > 0) throw Error("synthetic allocation: the cluster has too few free GPUs");
+  return a;
+}
+
+Allocation fragmented_hosts(const Fabric& fabric, int gpus_per_host, double busy, int hosts,
+                            std::uint64_t seed) {
+  if (busy < 0 || busy > 1 || hosts < 1 || gpus_per_host < 1) {
+    throw Error("synthetic allocation: bad busy share or size");
+  }
+  // Exactly round(busy x n) busy hosts (a partial Fisher-Yates draw), so the busy share is what
+  // the instance says and only where the busy hosts fall varies with the seed.
+  Rng rng{seed * 104729 + 31};
+  const std::size_t n = fabric.hosts.size();
+  std::vector<std::size_t> order(n);
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  const auto taken = static_cast<std::size_t>(std::llround(busy * static_cast<double>(n)));
+  for (std::size_t i = 0; i < taken && i + 1 < n; ++i)
+    std::swap(order[i], order[i + rng.below(n - i)]);
+  std::vector<std::string> free;
+  for (std::size_t i = std::min(taken, n); i < n; ++i) free.push_back(fabric.hosts[order[i]].name);
+  std::sort(free.begin(), free.end());
+  if (static_cast<std::size_t>(hosts) > free.size()) {
+    throw Error("synthetic allocation: the cluster has too few free hosts");
+  }
+  Allocation a;
+  a.hosts.assign(free.begin(), free.begin() + hosts);
+  a.tasks_per_host.assign(static_cast<std::size_t>(hosts), gpus_per_host);
   return a;
 }
 

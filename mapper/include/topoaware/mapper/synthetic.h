@@ -47,6 +47,14 @@ struct Allocation {
 };
 Allocation fragmented_allocation(const topology::Fabric& fabric, int gpus_per_host, double busy,
                                  int gpus, std::uint64_t seed);
+// A multi-node job's allocation on a cluster `busy` (0..1) full of whole-host jobs, as
+// `--exclusive` jobs see it: round(busy x hosts) hosts, chosen at random for the seed, are taken,
+// so each leaf keeps a random (often odd) number of free hosts; Slurm then picks the first
+// `hosts` free hosts by name, all GPUs of each. With names that do not follow the wiring (see
+// FatTreeSpec::scramble_names) the pick is scattered over leaves as well. Throws when fewer than
+// `hosts` hosts are free.
+Allocation fragmented_hosts(const topology::Fabric& fabric, int gpus_per_host, double busy,
+                            int hosts, std::uint64_t seed);
 // The first `hosts` hosts by name, all GPUs.
 Allocation whole_hosts(const topology::Fabric& fabric, int gpus_per_host, int hosts);
 
