@@ -1,11 +1,12 @@
 // `topo-aware discover`: one node's GPUs, NICs, CPUs and the paths between them, from this
 // machine or from a file, as a table for people or as JSON / NCCL XML / DOT for programs.
-#include <cstdio>
+#include <algorithm>
 #include <sstream>
 #include <string>
 
 #include "cli.h"
 #include "node_input.h"
+#include "text_table.h"
 #include "topoaware/topology/node_io.h"
 #include "topoaware/topology/paths.h"
 
@@ -28,32 +29,6 @@ std::string ranges(const std::vector<std::uint32_t>& pus) {
 
 std::string or_dash(const std::string& s) { return s.empty() ? "-" : s; }
 std::string num_or_dash(int v) { return v >= 0 ? std::to_string(v) : "-"; }
-
-std::string fmt(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.4g", v);
-  return buf;
-}
-
-// Left-aligned columns, widths from the content, two spaces between.
-std::string table(const std::vector<std::vector<std::string>>& rows) {
-  std::vector<std::size_t> width;
-  for (const auto& r : rows) {
-    if (width.size() < r.size()) width.resize(r.size(), 0);
-    for (std::size_t c = 0; c < r.size(); ++c) width[c] = std::max(width[c], r[c].size());
-  }
-  std::string out;
-  for (const auto& r : rows) {
-    std::string line = " ";
-    for (std::size_t c = 0; c < r.size(); ++c) {
-      line += ' ';
-      line += r[c];
-      if (c + 1 < r.size()) line.append(width[c] - r[c].size() + 1, ' ');
-    }
-    out += line + "\n";
-  }
-  return out;
-}
 
 std::string plural(std::size_t n, const char* one, const char* many) {
   return std::to_string(n) + " " + (n == 1 ? one : many);
@@ -82,7 +57,7 @@ std::string node_to_text(const topology::NodeTopology& node) {
         if (l.nearest_nics.size() > 1)
           nic += " (+" + std::to_string(l.nearest_nics.size() - 1) + ")";
         path = std::string(to_string(l.path_to_nic));
-        bw = fmt(l.bandwidth_to_nic);
+        bw = figure(l.bandwidth_to_nic);
       }
       int lanes = 0;
       for (LinkId id : g.links_of(l.gpu)) {
@@ -92,7 +67,7 @@ std::string node_to_text(const topology::NodeTopology& node) {
       rows.push_back({v.name, v.busid, num_or_dash(l.numa), nic, path, bw,
                       lanes > 0 ? std::to_string(lanes) + " lanes" : "-", ranges(l.local_pus)});
     }
-    out << table(rows);
+    out << text_table(rows);
   }
   out << "\n";
 
@@ -122,9 +97,9 @@ std::string node_to_text(const topology::NodeTopology& node) {
       }
       std::string kind = v.nic.virtual_nic ? "virtual" : or_dash(v.pci.pci_class);
       rows.push_back({or_dash(v.name), or_dash(v.busid), num_or_dash(v.numa),
-                      mbps > 0 ? fmt(mbps / 1000) + " Gb/s" : "-", or_dash(ports), kind});
+                      mbps > 0 ? figure(mbps / 1000) + " Gb/s" : "-", or_dash(ports), kind});
     }
-    out << table(rows);
+    out << text_table(rows);
   }
   out << "\n";
 
@@ -139,7 +114,7 @@ std::string node_to_text(const topology::NodeTopology& node) {
                       or_dash(v.cpu.vendor),
                       num_or_dash(v.cpu.family) + "/" + num_or_dash(v.cpu.model)});
     }
-    out << table(rows);
+    out << text_table(rows);
   }
   if (!node.notes.empty()) {
     out << "\nnotes:\n";
@@ -162,12 +137,7 @@ void add_discover(CLI::App& app, Common&) {
       "Without -i, discovers this machine (hwloc, NVML and RDMA where present).\n"
       "-i takes hwloc XML (lstopo --of xml) or NCCL topology XML; the format is detected.\n"
       "Exit codes: 0 ok, 1 bad input, 2 usage.");
-  auto* in =
-      sub->add_option("-i,--input", opt->input, "Read the node from FILE (hwloc or NCCL XML)")
-          ->type_name("FILE");
-  sub->add_option("--fsroot", opt->fsroot, "Discover from a sysfs tree rooted at DIR (tests)")
-      ->type_name("DIR")
-      ->excludes(in);
+  add_node_input_options(*sub, opt->input, opt->fsroot);
   sub->add_option("--of", opt->format, "Output format")
       ->check(CLI::IsMember({"text", "json", "nccl-xml", "dot"}))
       ->capture_default_str();

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cli.h"
+#include "text_table.h"
 #include "topoaware/topology/fabric_io.h"
 #include "topoaware/topology/hostlist.h"
 
@@ -22,29 +23,7 @@ struct FabricOptions {
   std::string output;
 };
 
-std::string gb(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.4g GB/s", v);
-  return buf;
-}
-
-std::string table(const std::vector<std::vector<std::string>>& rows) {
-  std::vector<std::size_t> width;
-  for (const auto& r : rows) {
-    if (width.size() < r.size()) width.resize(r.size(), 0);
-    for (std::size_t c = 0; c < r.size(); ++c) width[c] = std::max(width[c], r[c].size());
-  }
-  std::string out;
-  for (const auto& r : rows) {
-    std::string line = "  ";
-    for (std::size_t c = 0; c < r.size(); ++c) {
-      line += r[c];
-      if (c + 1 < r.size()) line.append(width[c] - r[c].size() + 2, ' ');
-    }
-    out += line + "\n";
-  }
-  return out;
-}
+std::string gb(double v) { return figure(v) + " GB/s"; }
 
 // At most `limit` names, then "... (N more)".
 std::string some(std::vector<std::string> names, std::size_t limit) {
@@ -79,7 +58,7 @@ std::string fabric_to_text(const topology::Fabric& f, int verbose) {
     rows.push_back({std::to_string(t.tier), std::to_string(t.switches.size()), gb(t.down_gbps),
                     gb(t.up_gbps), t.up_gbps > 0 ? ov : "-", some(names, verbose > 0 ? 1000 : 6)});
   }
-  out << table(rows) << "\n";
+  out << text_table(rows) << "\n";
 
   out << "hosts per leaf group:\n";
   for (const LocalityLevel& lv : f.levels) {
@@ -98,7 +77,7 @@ std::string fabric_to_text(const topology::Fabric& f, int verbose) {
                    gb(lv.group_downlink_gbps[k]), gb(lv.group_uplink_gbps[k]),
                    some(members[k], verbose > 0 ? 100000 : 8)});
     }
-    out << table(r);
+    out << text_table(r);
   }
   out << "\nlocality levels (innermost first):\n";
   std::vector<std::vector<std::string>> lr = {{"LEVEL", "GROUPS", "LATENCY"}};
@@ -107,7 +86,7 @@ std::string fabric_to_text(const topology::Fabric& f, int verbose) {
     std::snprintf(lat, sizeof lat, "%.3g us", lv.latency_us);
     lr.push_back({lv.name, std::to_string(lv.group_uplink_gbps.size()), lat});
   }
-  out << table(lr);
+  out << text_table(lr);
 
   out << "\nrails: ";
   if (f.rail_optimized) {

@@ -12,6 +12,7 @@
 
 #include "cli.h"
 #include "plan_io.h"
+#include "text_table.h"
 #include "topoaware/mapper/cost.h"
 #include "topoaware/topology/error.h"
 

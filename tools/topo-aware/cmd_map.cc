@@ -10,6 +10,7 @@
 
 #include "cli.h"
 #include "plan_io.h"
+#include "text_table.h"
 #include "topoaware/mapper/plan.h"
 
 namespace topoaware::cli {

@@ -21,12 +21,7 @@ void add_nccl_topo(CLI::App& app, Common&) {
       "The output has no prolog, one tag per line, lowercase bus ids and at most 256 elements;\n"
       "a node that would need more is refused (exit 1) rather than written for NCCL to abort on.\n"
       "Exit codes: 0 ok, 1 bad input, 2 usage.");
-  auto* in =
-      sub->add_option("-i,--input", opt->input, "Read the node from FILE (hwloc or NCCL XML)")
-          ->type_name("FILE");
-  sub->add_option("--fsroot", opt->fsroot, "Discover from a sysfs tree rooted at DIR (tests)")
-      ->type_name("DIR")
-      ->excludes(in);
+  add_node_input_options(*sub, opt->input, opt->fsroot);
   sub->add_option("-o,--output", opt->output, "Write the XML to FILE ('-' for stdout)")
       ->type_name("OUT.xml")
       ->required();

@@ -1,12 +1,23 @@
 // How `discover` and `nccl-topo` obtain a node: a file given with -i (hwloc or NCCL XML, told
-// apart by content), or this machine, optionally seen through a fake sysfs root (--fsroot).
+// apart by content), or this machine, optionally seen through a fake sysfs root (--fsroot);
+// and the two options that choose between them.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <string>
 
 #include "topoaware/topology/sources.h"
 
 namespace topoaware::cli {
+
+// -i and --fsroot, worded the same in every command that reads a node (one excludes the other).
+inline void add_node_input_options(CLI::App& sub, std::string& input, std::string& fsroot) {
+  auto* in = sub.add_option("-i,--input", input, "Read the node from FILE (hwloc or NCCL XML)")
+                 ->type_name("FILE");
+  sub.add_option("--fsroot", fsroot, "Discover from a sysfs tree rooted at DIR (tests)")
+      ->type_name("DIR")
+      ->excludes(in);
+}
 
 inline topology::NodeTopology load_node(const std::string& input, const std::string& fsroot) {
   if (!input.empty()) return topology::load_node_file(input);

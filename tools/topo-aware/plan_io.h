@@ -48,12 +48,4 @@ MapInputs inputs_from_json(const nlohmann::json& j, const std::string& context);
 
 nlohmann::json cost_to_json(const mapper::CostReport& c);
 
-// Fixed-width table of rows (first row a header), two spaces between columns.
-std::string text_table(const std::vector<std::vector<std::string>>& rows);
-// "0-31,64-95"
-std::string cpu_ranges(const std::vector<std::uint32_t>& cpus);
-// Human figures: seconds as ms/s, bytes as GB.
-std::string seconds(double s);
-std::string gigabytes(double bytes);
-
 }  // namespace topoaware::cli
