@@ -2,15 +2,14 @@
 // exit codes (0 ok, 1 bad input, 2 usage), --help, the JSON fields scripts rely on, and golden
 // outputs for real captures (regenerate with UPDATE_GOLDEN=1 after a deliberate change).
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <string>
 
+#include "cli/cli_support.h"
 #include "test_support.h"
 #include "topology/nccl_xml_lint.h"
 
@@ -18,51 +17,11 @@ namespace topoaware {
 namespace {
 
 namespace fs = std::filesystem;
-
-struct CliRun {
-  int rc = -1;
-  std::string out, err;
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-std::string scratch(const std::string& name) {
-  return (fs::temp_directory_path() / ("topoaware-cli-" + std::to_string(::getpid()) + "-" + name))
-      .string();
-}
-
-// Runs the CLI from the fixtures folder, so file sources print as relative paths and golden
-// files do not depend on where the repository is checked out.
-CliRun cli(const std::string& args) {
-  std::string out = scratch("stdout"), err = scratch("stderr");
-  std::string cmd = "cd '" + std::string(TOPOAWARE_TEST_FIXTURES) + "' && '" +
-                    std::string(TOPOAWARE_CLI) + "' " + args + " >'" + out + "' 2>'" + err + "'";
-  int status = std::system(cmd.c_str());
-  CliRun r;
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = slurp(out);
-  r.err = slurp(err);
-  fs::remove(out);
-  fs::remove(err);
-  return r;
-}
-
-// Compares with tests/golden/<name>, or rewrites it when UPDATE_GOLDEN=1.
-void expect_golden(const std::string& name, const std::string& actual) {
-  std::string path = std::string(TOPOAWARE_TEST_FIXTURES) + "/../golden/" + name;
-  const char* update = std::getenv("UPDATE_GOLDEN");
-  if (update != nullptr && std::string(update) == "1") {
-    fs::create_directories(fs::path(path).parent_path());
-    std::ofstream(path, std::ios::binary) << actual;
-    return;
-  }
-  ASSERT_TRUE(fs::exists(path)) << path << " missing; run with UPDATE_GOLDEN=1 to create it";
-  EXPECT_EQ(slurp(path), actual) << "differs from " << path
-                                 << " (UPDATE_GOLDEN=1 regenerates after a deliberate change)";
-}
+using test::cli;
+using test::CliRun;
+using test::expect_golden;
+using test::scratch;
+using test::slurp;
 
 const char* kNdv4 = "nccl-topo/azure-ndv4-a100-8gpu-8ib-topo.xml";
 const char* kP4d = "nccl-topo/aws-p4d.24xlarge-a100-8gpu-4efa-topo.xml";

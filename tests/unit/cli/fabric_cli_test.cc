@@ -2,66 +2,25 @@
 // file:line, 2 usage), --help, the JSON fields scripts rely on, and golden outputs for real
 // fabrics (tests/golden/fabric-*; regenerate with UPDATE_GOLDEN=1 after a deliberate change).
 #include <gtest/gtest.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <string>
 
+#include "cli/cli_support.h"
 #include "test_support.h"
 
 namespace topoaware {
 namespace {
 
 namespace fs = std::filesystem;
-
-struct CliRun {
-  int rc = -1;
-  std::string out, err;
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-std::string scratch(const std::string& name) {
-  return (fs::temp_directory_path() /
-          ("topoaware-fabric-cli-" + std::to_string(::getpid()) + "-" + name))
-      .string();
-}
-
-// Runs from the fixtures folder so sources print as relative paths (stable golden files).
-// `limits` prefixes a ulimit (address space, CPU seconds) to prove bounded cost.
-CliRun cli(const std::string& args, const std::string& limits = {}) {
-  std::string out = scratch("stdout"), err = scratch("stderr");
-  std::string cmd = "cd '" + std::string(TOPOAWARE_TEST_FIXTURES) + "' && (" + limits + " '" +
-                    std::string(TOPOAWARE_CLI) + "' " + args + ") >'" + out + "' 2>'" + err + "'";
-  int status = std::system(cmd.c_str());
-  CliRun r;
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = slurp(out);
-  r.err = slurp(err);
-  fs::remove(out);
-  fs::remove(err);
-  return r;
-}
-
-void expect_golden(const std::string& name, const std::string& actual) {
-  std::string path = std::string(TOPOAWARE_TEST_FIXTURES) + "/../golden/" + name;
-  if (std::getenv("UPDATE_GOLDEN") != nullptr) {
-    fs::create_directories(fs::path(path).parent_path());
-    std::ofstream(path, std::ios::binary) << actual;
-    return;
-  }
-  ASSERT_TRUE(fs::exists(path)) << path << " missing; run with UPDATE_GOLDEN=1 to create it";
-  EXPECT_EQ(slurp(path), actual) << "differs from " << path
-                                 << " (UPDATE_GOLDEN=1 regenerates after a deliberate change)";
-}
+using test::cli;
+using test::CliRun;
+using test::expect_golden;
+using test::scratch;
+using test::slurp;
 
 const char* kPsmn = "ibnetdiscover/psmn-x5-qdr-voltaire-mellanox-100nodes.ibnetdiscover.txt";
 const char* kPsmnMap = "ibnetdiscover/psmn-x5-guid-to-hostname.map";

@@ -2,11 +2,8 @@
 // DGX H100 capture, exit codes, the env line format the end-to-end test relies on, JSON keys,
 // hostfile, and inspect recomputing a plan from its JSON.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <algorithm>
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -15,27 +12,13 @@
 #include <sstream>
 #include <string>
 
+#include "cli/cli_support.h"
 #include "test_support.h"
 
 namespace {
 
-struct CliRun {
-  int rc = -1;
-  std::string out;
-};
-
-CliRun run(const std::string& args) {
-  std::string cmd = std::string(TOPOAWARE_CLI) + " " + args + " 2>&1";
-  CliRun r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf{};
-  std::size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  int status = pclose(p);
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+using topoaware::test::cli;
+using topoaware::test::CliRun;
 
 std::string source_dir() {
   return std::filesystem::path(TOPOAWARE_TEST_FIXTURES).parent_path().parent_path().string();
@@ -48,8 +31,8 @@ std::string lab_args() {
 
 TEST(MapCliTest, EnvLinesPerTaskSortedByName) {
   CliRun r =
-      run("map " + lab_args() + " --nodes 'node[1-4]' --layout tp=8,pp=2 --job-id 77 --of env");
-  ASSERT_EQ(r.rc, 0) << r.out;
+      cli("map " + lab_args() + " --nodes 'node[1-4]' --layout tp=8,pp=2 --job-id 77 --of env");
+  ASSERT_EQ(r.rc, 0) << r.err;
   std::istringstream in(r.out);
   std::string line;
   std::map<int, std::vector<std::string>> names;
@@ -79,8 +62,8 @@ TEST(MapCliTest, EnvLinesPerTaskSortedByName) {
 }
 
 TEST(MapCliTest, JsonHasRanksCostAndInputs) {
-  CliRun r = run("map " + lab_args() + " --nodes 'node[1-4]' --layout tp=8,pp=2 --of json");
-  ASSERT_EQ(r.rc, 0) << r.out;
+  CliRun r = cli("map " + lab_args() + " --nodes 'node[1-4]' --layout tp=8,pp=2 --of json");
+  ASSERT_EQ(r.rc, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
   ASSERT_EQ(j["ranks"].size(), 32u);
   for (const auto& t : j["ranks"]) {
@@ -96,10 +79,10 @@ TEST(MapCliTest, InspectRecomputesThePlan) {
   auto dir = std::filesystem::path(TOPOAWARE_BINARY_DIR) / "map_cli_test";
   std::filesystem::create_directories(dir);
   std::string plan = (dir / "plan.json").string(), svg = (dir / "plan.svg").string();
-  CliRun m = run("map " + lab_args() + " --nodes 'node[1,3]' --layout tp=4 --of json -o " + plan);
-  ASSERT_EQ(m.rc, 0) << m.out;
-  CliRun r = run("inspect " + plan + " --svg " + svg + " --of json");
-  ASSERT_EQ(r.rc, 0) << r.out;
+  CliRun m = cli("map " + lab_args() + " --nodes 'node[1,3]' --layout tp=4 --of json -o " + plan);
+  ASSERT_EQ(m.rc, 0) << m.err;
+  CliRun r = cli("inspect " + plan + " --svg " + svg + " --of json");
+  ASSERT_EQ(r.rc, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
   std::ifstream f(plan);
   auto p = nlohmann::json::parse(f);
@@ -109,14 +92,14 @@ TEST(MapCliTest, InspectRecomputesThePlan) {
   std::string text((std::istreambuf_iterator<char>(s)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("<svg"), std::string::npos);
   EXPECT_NE(text.find("node3"), std::string::npos);
-  CliRun t = run("inspect " + plan);
+  CliRun t = cli("inspect " + plan);
   EXPECT_EQ(t.rc, 0);
   EXPECT_NE(t.out.find("per dim"), std::string::npos);
 }
 
 TEST(MapCliTest, HostfileListsRankHosts) {
-  CliRun r = run("map " + lab_args() + " --nodes 'node[1-2]' --layout tp=8 --of hostfile");
-  ASSERT_EQ(r.rc, 0) << r.out;
+  CliRun r = cli("map " + lab_args() + " --nodes 'node[1-2]' --layout tp=8 --of hostfile");
+  ASSERT_EQ(r.rc, 0) << r.err;
   std::istringstream in(r.out);
   std::string line;
   int n = 0;
@@ -128,21 +111,21 @@ TEST(MapCliTest, HostfileListsRankHosts) {
 }
 
 TEST(MapCliTest, BadInputAndUsageExitCodes) {
-  CliRun bad = run("map " + lab_args() + " --nodes 'node[1-4]' --layout tp=8,pp=3");
+  CliRun bad = cli("map " + lab_args() + " --nodes 'node[1-4]' --layout tp=8,pp=3");
   EXPECT_EQ(bad.rc, 1);
-  EXPECT_NE(bad.out.find("tp*cp*ep*pp = 24 does not divide 32 slots"), std::string::npos)
-      << bad.out;
-  CliRun unknown = run("map " + lab_args() + " --nodes 'node[1-2],nosuch' --layout tp=8");
+  EXPECT_NE(bad.err.find("tp*cp*ep*pp = 24 does not divide 32 slots"), std::string::npos)
+      << bad.err;
+  CliRun unknown = cli("map " + lab_args() + " --nodes 'node[1-2],nosuch' --layout tp=8");
   EXPECT_EQ(unknown.rc, 1);
-  EXPECT_NE(unknown.out.find("nosuch"), std::string::npos) << unknown.out;
-  CliRun usage = run("map " + lab_args() + " --nodes node1 --of yaml");
-  EXPECT_EQ(usage.rc, 2) << usage.out;
-  CliRun missing = run("map --nodes node1");
-  EXPECT_EQ(missing.rc, 2) << missing.out;
-  CliRun algo = run("map " + lab_args() + " --nodes node1 --algo best");
-  EXPECT_EQ(algo.rc, 2) << algo.out;
-  CliRun noplan = run("inspect /nonexistent/plan.json");
-  EXPECT_EQ(noplan.rc, 1) << noplan.out;
+  EXPECT_NE(unknown.err.find("nosuch"), std::string::npos) << unknown.err;
+  CliRun usage = cli("map " + lab_args() + " --nodes node1 --of yaml");
+  EXPECT_EQ(usage.rc, 2) << usage.err;
+  CliRun missing = cli("map --nodes node1");
+  EXPECT_EQ(missing.rc, 2) << missing.err;
+  CliRun algo = cli("map " + lab_args() + " --nodes node1 --algo best");
+  EXPECT_EQ(algo.rc, 2) << algo.err;
+  CliRun noplan = cli("inspect /nonexistent/plan.json");
+  EXPECT_EQ(noplan.rc, 1) << noplan.err;
 }
 
 TEST(MapCliTest, JobFileLayout) {
@@ -150,12 +133,12 @@ TEST(MapCliTest, JobFileLayout) {
   std::filesystem::create_directories(dir);
   std::string job = (dir / "job.toml").string();
   std::ofstream(job) << "layout = \"tp=8,dp=auto\"\n[model]\nhidden = 4096\nlayers = 32\n";
-  CliRun r = run("map " + lab_args() + " --nodes 'node[1-2]' --layout file:" + job + " --of json");
-  ASSERT_EQ(r.rc, 0) << r.out;
+  CliRun r = cli("map " + lab_args() + " --nodes 'node[1-2]' --layout file:" + job + " --of json");
+  ASSERT_EQ(r.rc, 0) << r.err;
   std::ofstream(job) << "layout = \"tp=8\"\n[model]\nhiden = 1\n";
-  CliRun bad = run("map " + lab_args() + " --nodes 'node[1-2]' --layout file:" + job);
+  CliRun bad = cli("map " + lab_args() + " --nodes 'node[1-2]' --layout file:" + job);
   EXPECT_EQ(bad.rc, 1);
-  EXPECT_NE(bad.out.find("job.toml:3: unknown key model.hiden"), std::string::npos) << bad.out;
+  EXPECT_NE(bad.err.find("job.toml:3: unknown key model.hiden"), std::string::npos) << bad.err;
 }
 
 }  // namespace

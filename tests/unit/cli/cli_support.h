@@ -1,0 +1,67 @@
+// How the CLI tests run `topo-aware` as a user does: the built binary in a shell, from the
+// fixtures folder (so file sources print as relative paths and golden files do not depend on
+// where the repository is checked out), with stdout, stderr and the exit code kept apart; and
+// the golden-file comparison (tests/golden/<name>; UPDATE_GOLDEN=1 rewrites after a deliberate
+// change).
+#pragma once
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+namespace topoaware::test {
+
+struct CliRun {
+  int rc = -1;
+  std::string out, err;
+};
+
+inline std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// A path in the temp folder private to this test process.
+inline std::string scratch(const std::string& name) {
+  return (std::filesystem::temp_directory_path() /
+          ("topoaware-cli-" + std::to_string(::getpid()) + "-" + name))
+      .string();
+}
+
+// `limits` prefixes a ulimit (address space, CPU seconds) to prove bounded cost.
+inline CliRun cli(const std::string& args, const std::string& limits = {}) {
+  std::string out = scratch("stdout"), err = scratch("stderr");
+  std::string cmd = "cd '" + std::string(TOPOAWARE_TEST_FIXTURES) + "' && (" + limits + " '" +
+                    std::string(TOPOAWARE_CLI) + "' " + args + ") >'" + out + "' 2>'" + err + "'";
+  int status = std::system(cmd.c_str());
+  CliRun r;
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = slurp(out);
+  r.err = slurp(err);
+  std::filesystem::remove(out);
+  std::filesystem::remove(err);
+  return r;
+}
+
+// Compares with tests/golden/<name>, or rewrites it when UPDATE_GOLDEN=1.
+inline void expect_golden(const std::string& name, const std::string& actual) {
+  namespace fs = std::filesystem;
+  std::string path = std::string(TOPOAWARE_TEST_FIXTURES) + "/../golden/" + name;
+  const char* update = std::getenv("UPDATE_GOLDEN");
+  if (update != nullptr && std::string(update) == "1") {
+    fs::create_directories(fs::path(path).parent_path());
+    std::ofstream(path, std::ios::binary) << actual;
+    return;
+  }
+  ASSERT_TRUE(fs::exists(path)) << path << " missing; run with UPDATE_GOLDEN=1 to create it";
+  EXPECT_EQ(slurp(path), actual) << "differs from " << path
+                                 << " (UPDATE_GOLDEN=1 regenerates after a deliberate change)";
+}
+
+}  // namespace topoaware::test
