@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "node_build.h"
 #include "topoaware/topology/error.h"
 #include "topoaware/topology/paths.h"
 #include "topoaware/topology/sources.h"
@@ -217,7 +218,7 @@ class Converter {
     add_cpus(root);
     walk_normal(root);
     add_nvlinks();
-    add_smp_links();
+    add_smp_links(out_);
     if (pci_count_ == 0) {
       out_.notes.push_back("hwloc: no PCI devices (I/O discovery unavailable or not exported)");
     }
@@ -513,20 +514,6 @@ class Converter {
     l.bandwidth = l.count * nvlink_lane_bandwidth(out_.graph.vertex(gpu).gpu.sm);
     l.nvlink_tclass = std::move(tclass);
     out_.graph.add_link(std::move(l));
-  }
-
-  void add_smp_links() {
-    std::vector<VertexId> cpus = out_.cpus();
-    for (std::size_t i = 0; i < cpus.size(); ++i) {
-      for (std::size_t j = i + 1; j < cpus.size(); ++j) {
-        Link l;
-        l.a = cpus[i];
-        l.b = cpus[j];
-        l.kind = LinkKind::kSmp;
-        l.bandwidth = smp_bandwidth(out_.graph.vertex(cpus[i]).cpu);
-        out_.graph.add_link(std::move(l));
-      }
-    }
   }
 
   hwloc_topology_t topo_;

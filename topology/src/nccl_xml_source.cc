@@ -16,6 +16,7 @@
 #include <string>
 
 #include "nccl_xml_reader.h"
+#include "node_build.h"
 #include "topoaware/topology/error.h"
 #include "topoaware/topology/paths.h"
 #include "topoaware/topology/sources.h"
@@ -68,7 +69,7 @@ class Loader {
     }
     resolve_nvlinks();
     resolve_pcilinks();
-    add_smp_links();
+    add_smp_links(node_);
     return std::move(node_);
   }
 
@@ -449,20 +450,6 @@ class Loader {
       l.kind = LinkKind::kPcie;
       l.bandwidth = kCpuLocalBandwidth;
       node_.graph.add_link(l);
-    }
-  }
-
-  void add_smp_links() {
-    std::vector<VertexId> cpus = node_.cpus();
-    for (std::size_t i = 0; i < cpus.size(); ++i) {
-      for (std::size_t j = i + 1; j < cpus.size(); ++j) {
-        Link l;
-        l.a = cpus[i];
-        l.b = cpus[j];
-        l.kind = LinkKind::kSmp;
-        l.bandwidth = smp_bandwidth(node_.graph.vertex(cpus[i]).cpu);
-        node_.graph.add_link(l);
-      }
     }
   }
 
