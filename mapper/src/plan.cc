@@ -11,22 +11,11 @@
 #include <numeric>
 
 #include "node_facts.h"
+#include "splitmix.h"
 #include "topoaware/mapper/cost.h"
 
 namespace topoaware::mapper {
 namespace {
-
-// splitmix64: a fixed, portable generator (std distributions differ between libraries).
-struct SplitMix {
-  std::uint64_t s;
-  std::uint64_t next() {
-    std::uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  std::uint64_t below(std::uint64_t n) { return n ? next() % n : 0; }
-};
 
 using Assignment = std::vector<std::uint32_t>;  // slot of each rank
 

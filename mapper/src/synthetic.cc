@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <numeric>
 
+#include "splitmix.h"
 #include "topoaware/mapper/layout.h"
 #include "topoaware/topology/error.h"
 
@@ -18,18 +19,6 @@ using topology::LinkKind;
 using topology::Vertex;
 using topology::VertexId;
 using topology::VertexKind;
-
-struct Rng {
-  std::uint64_t s;
-  std::uint64_t next() {
-    std::uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
-  std::uint64_t below(std::uint64_t n) { return n ? next() % n : 0; }
-};
 
 VertexId add_switch(Fabric& f, const std::string& name) {
   Vertex v;
@@ -119,7 +108,7 @@ Fabric make_fat_tree(const FatTreeSpec& s) {
   }
   Fabric f;
   f.source = "synthetic:fat-tree";
-  Rng rng{s.seed};
+  SplitMix rng{s.seed};
   std::vector<long long> name_of(static_cast<std::size_t>(s.hosts));
   std::iota(name_of.begin(), name_of.end(), 0);
   if (s.scramble_names) {
@@ -308,7 +297,7 @@ topology::NodeTopology make_node(int gpus, int nics, double nvlink_gbps, double 
 
 Allocation fragmented_allocation(const Fabric& fabric, int gpus_per_host, double busy, int gpus,
                                  std::uint64_t seed) {
-  Rng rng{seed * 7919 + 17};
+  SplitMix rng{seed * 7919 + 17};
   std::vector<std::pair<std::string, int>> free;  // by name
   for (const auto& h : fabric.hosts) {
     double r = rng.uniform();
@@ -344,7 +333,7 @@ Allocation fragmented_hosts(const Fabric& fabric, int gpus_per_host, double busy
   }
   // Exactly round(busy x n) busy hosts (a partial Fisher-Yates draw), so the busy share is what
   // the instance says and only where the busy hosts fall varies with the seed.
-  Rng rng{seed * 104729 + 31};
+  SplitMix rng{seed * 104729 + 31};
   const std::size_t n = fabric.hosts.size();
   std::vector<std::size_t> order(n);
   std::iota(order.begin(), order.end(), std::size_t{0});
