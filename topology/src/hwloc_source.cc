@@ -311,12 +311,8 @@ class Converter {
     VertexId id = out_.graph.add_vertex(std::move(v));
     if (parent.valid()) {
       const Vertex& child = out_.graph.vertex(id);
-      Link l;
-      l.a = id;
-      l.b = parent;
-      l.kind = LinkKind::kPcie;
-      l.bandwidth = pcie_bandwidth(child.pci.link_speed, child.pci.link_width);
-      out_.graph.add_link(std::move(l));
+      add_pcie_uplink(out_.graph, id, parent,
+                      pcie_bandwidth(child.pci.link_speed, child.pci.link_width));
     }
     return id;
   }

@@ -250,12 +250,7 @@ class Loader {
     int width = v.pci.link_width > 0 ? v.pci.link_width : 16;  // NCCL: 0 or absent means x16
     double bw = pcie_bandwidth(v.pci.link_speed, width);
     VertexId id = node_.graph.add_vertex(std::move(v));
-    Link up;
-    up.a = parent;
-    up.b = id;
-    up.kind = LinkKind::kPcie;
-    up.bandwidth = bw;
-    node_.graph.add_link(up);
+    add_pcie_uplink(node_.graph, id, parent, bw);
 
     for (const xml::Element& c : e.children) {
       if (c.name == "pci") {
@@ -318,12 +313,7 @@ class Loader {
     v.numa = node_.graph.vertex(cpu).numa;
     v.parent = cpu;
     VertexId id = node_.graph.add_vertex(std::move(v));
-    Link l;
-    l.a = cpu;
-    l.b = id;
-    l.kind = LinkKind::kPcie;
-    l.bandwidth = kCpuLocalBandwidth;
-    node_.graph.add_link(l);
+    add_pcie_uplink(node_.graph, id, cpu, kCpuLocalBandwidth);
   }
 
   void gpu_links(const xml::Element& g, VertexId gpu) {

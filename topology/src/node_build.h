@@ -28,4 +28,15 @@ inline void add_smp_links(NodeTopology& node) {
   }
 }
 
+// The PCIe link from a tree child up to its parent, child first as the contract in paths.h says,
+// so every source orders tree links alike.
+inline LinkId add_pcie_uplink(Graph& graph, VertexId child, VertexId parent, double bandwidth) {
+  Link l;
+  l.a = child;
+  l.b = parent;
+  l.kind = LinkKind::kPcie;
+  l.bandwidth = bandwidth;
+  return graph.add_link(std::move(l));
+}
+
 }  // namespace topoaware::topology

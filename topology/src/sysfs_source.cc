@@ -11,6 +11,7 @@
 #include <map>
 #include <set>
 
+#include "node_build.h"
 #include "sysfs_read.h"
 #include "topoaware/topology/error.h"
 #include "topoaware/topology/paths.h"
@@ -308,12 +309,7 @@ class SysfsBuilder {
     v.parent = parent;
     double bw = pcie_bandwidth(v.pci.link_speed, v.pci.link_width);
     VertexId id = node_.graph.add_vertex(std::move(v));
-    Link l;
-    l.a = id;
-    l.b = parent;
-    l.kind = LinkKind::kPcie;
-    l.bandwidth = bw;
-    node_.graph.add_link(l);
+    add_pcie_uplink(node_.graph, id, parent, bw);
     return id;
   }
 
