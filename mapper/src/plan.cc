@@ -94,6 +94,12 @@ std::vector<std::size_t> pack(const std::vector<long long>& count, long long uni
   return out;
 }
 
+// Refinement budget: moves per millisecond of Request::refine_budget_ms, and a cap on the
+// work of all moves together (group members re-routed, resources rescanned), so that a large
+// instance stays within a fraction of a second on one core. Counted, never timed.
+constexpr double kMovesPerMs = 1;
+constexpr long long kRefineWork = 40'000'000;
+
 class Mapper {
  public:
   Mapper(const Instance& inst, const Request& req) : in_(inst), req_(req) {
@@ -131,7 +137,8 @@ class Mapper {
     return a;
   }
 
-  Assignment topo(long long* moves_done) {
+  // `bound`: lower_bound() of the instance; refinement stops once a plan is within 0.5% of it.
+  Assignment topo(double bound, long long* moves_done) {
     const Machine& m = in_.machine;
     const Traffic& t = in_.traffic;
     const long long world = t.world;
@@ -180,27 +187,30 @@ class Mapper {
     };
     consider(block_by_name());
     for (const auto& order : orders) {
-      for (int packed = 1; packed >= 0; --packed) {
+      for (Packing packing : {Packing::kAligned, Packing::kRuns, Packing::kNone}) {
         if (evals_left <= 0) break;
-        consider(fill(slot_sequence(order, packed != 0), order));
+        consider(fill(slot_sequence(order, packing), order));
       }
     }
     std::stable_sort(starts.begin(), starts.end(),
                      [](const auto& x, const auto& y) { return x.first.better_than(y.first); });
-    long long budget = req_.refine_moves >= 0
-                           ? req_.refine_moves
-                           : static_cast<long long>(std::max(0.0, req_.refine_budget_ms) * 2);
-    budget = std::min(budget, evals_left);
+    const long long budget =
+        req_.refine_moves >= 0
+            ? req_.refine_moves
+            : static_cast<long long>(std::max(0.0, req_.refine_budget_ms) * kMovesPerMs);
     // Small instances: steepest descent from the best few starts (local optima differ);
     // larger ones: one refinement of the best start.
     const std::size_t tries = t.world <= 24 ? std::min<std::size_t>(4, starts.size()) : 1;
+    // Within 0.5% of the bound the optimum is at most that much better: stop searching.
+    good_enough_ = t.world <= 24 ? 0.0 : bound * 1.005;
     Assignment best = starts[0].second;
     Score best_cost = starts[0].first;
     *moves_done = 0;
     for (std::size_t i = 0; i < tries; ++i) {
       Assignment a = starts[i].second;
       Score c = starts[i].first;
-      *moves_done += refine(a, c, budget / static_cast<long long>(tries));
+      *moves_done += refine(a, c, budget / static_cast<long long>(tries),
+                            kRefineWork / static_cast<long long>(tries));
       if (c.better_than(best_cost)) {
         best_cost = c;
         best = std::move(a);
@@ -217,9 +227,18 @@ class Mapper {
     return a;
   }
 
-  // Slots in locality order: hosts grouped by the outermost level first, within each group
-  // packed so partial hosts complete each other, GPUs by index inside a host.
-  std::vector<std::uint32_t> slot_sequence(const std::vector<std::size_t>& order, bool packed) {
+  // How slots are laid in locality order (slot_sequence).
+  enum class Packing {
+    kNone,     // hosts by name inside each group, groups by name
+    kRuns,     // children reordered so partial ones complete each other (5 + 3 = 8)
+    kAligned,  // every child's whole units first, then the children's leftovers packed
+  };
+
+  // Slots in locality order: hosts grouped by the outermost level first, then inner levels,
+  // GPUs by index inside a host. The unit of a group is the largest block of the innermost dims
+  // (in `order`) that fits its largest child: packing keeps as many units as possible inside one
+  // child, so the groups of the innermost dims stay inside a host, a leaf, a pod.
+  std::vector<std::uint32_t> slot_sequence(const std::vector<std::size_t>& order, Packing packing) {
     const Machine& m = in_.machine;
     std::vector<long long> prefix;  // unit sizes: products of the innermost dims
     long long p = 1;
@@ -236,49 +255,58 @@ class Mapper {
     };
     std::vector<std::uint32_t> hosts(m.hosts.size());
     std::iota(hosts.begin(), hosts.end(), 0);
-    std::vector<std::uint32_t> out;
-    order_group(hosts, static_cast<int>(m.levels.size()) - 1, packed, unit_for, out);
-    return out;
+    return order_group(hosts, static_cast<int>(m.levels.size()) - 1, packing, unit_for);
   }
 
   template <class UnitFor>
-  void order_group(const std::vector<std::uint32_t>& hosts, int level, bool packed,
-                   const UnitFor& unit_for, std::vector<std::uint32_t>& out) {
-    const Machine& m = in_.machine;
-    if (level < 0) {
-      // Hosts of one innermost group.
-      std::vector<long long> count;
-      long long cap = 0;
-      for (auto h : hosts) {
-        count.push_back(static_cast<long long>(slots_of_host_[h].size()));
-        cap = std::max(cap, count.back());
-      }
-      std::vector<std::size_t> idx(hosts.size());
-      std::iota(idx.begin(), idx.end(), 0);
-      if (packed) idx = pack(count, unit_for(cap));
-      for (auto i : idx) {
-        const auto& s = slots_of_host_[hosts[i]];
-        out.insert(out.end(), s.begin(), s.end());
-      }
-      return;
-    }
-    const NetLevel& l = m.levels[static_cast<std::size_t>(level)];
-    std::map<std::uint32_t, std::vector<std::uint32_t>> groups;  // dense ids follow name order
-    for (auto h : hosts) groups[l.group_of_host[h]].push_back(h);
+  std::vector<std::uint32_t> order_group(const std::vector<std::uint32_t>& hosts, int level,
+                                         Packing packing, const UnitFor& unit_for) {
+    // Children: level groups (dense ids follow name order), or the hosts of an innermost group.
     std::vector<std::vector<std::uint32_t>> children;
+    if (level < 0) {
+      for (auto h : hosts) children.push_back(slots_of_host_[h]);
+    } else {
+      const NetLevel& l = in_.machine.levels[static_cast<std::size_t>(level)];
+      std::map<std::uint32_t, std::vector<std::uint32_t>> groups;
+      for (auto h : hosts) groups[l.group_of_host[h]].push_back(h);
+      for (auto& [g, hs] : groups) children.push_back(order_group(hs, level - 1, packing, unit_for));
+    }
     std::vector<long long> count;
     long long cap = 0;
-    for (auto& [g, hs] : groups) {
-      long long c = 0;
-      for (auto h : hs) c += static_cast<long long>(slots_of_host_[h].size());
-      children.push_back(std::move(hs));
-      count.push_back(c);
-      cap = std::max(cap, c);
+    for (const auto& c : children) {
+      count.push_back(static_cast<long long>(c.size()));
+      cap = std::max(cap, count.back());
+    }
+    const long long unit = unit_for(cap);
+    std::vector<std::uint32_t> out;
+    if (packing == Packing::kAligned && unit > 1) {
+      // Whole units of every child, in name order, then the leftovers (count mod unit, the
+      // tail of each child's own sequence) in runs that complete units.
+      std::vector<long long> rest(children.size());
+      for (std::size_t i = 0; i < children.size(); ++i) {
+        const long long whole = count[i] / unit * unit;
+        rest[i] = count[i] - whole;
+        out.insert(out.end(), children[i].begin(), children[i].begin() + whole);
+      }
+      std::vector<long long> left;
+      std::vector<std::size_t> which;
+      for (std::size_t i = 0; i < children.size(); ++i) {
+        if (rest[i] > 0) {
+          left.push_back(rest[i]);
+          which.push_back(i);
+        }
+      }
+      for (auto k : pack(left, unit)) {
+        const auto& c = children[which[k]];
+        out.insert(out.end(), c.end() - rest[which[k]], c.end());
+      }
+      return out;
     }
     std::vector<std::size_t> idx(children.size());
     std::iota(idx.begin(), idx.end(), 0);
-    if (packed) idx = pack(count, unit_for(cap));
-    for (auto i : idx) order_group(children[i], level - 1, packed, unit_for, out);
+    if (packing == Packing::kRuns) idx = pack(count, unit);
+    for (auto i : idx) out.insert(out.end(), children[i].begin(), children[i].end());
+    return out;
   }
 
   // The i-th slot of `seq` gets the i-th rank when ranks are enumerated with `order`'s dims
@@ -299,27 +327,109 @@ class Mapper {
     return a;
   }
 
-  // Swap refinement: exchange the slots of two ranks when the cost model
-  // says the step gets faster. Small instances try every pair (steepest descent); larger ones
-  // draw pairs from a fixed-seed generator. Every evaluation counts against the budget.
-  long long refine(Assignment& a, Score& cost, long long budget) {
-    const Machine& m = in_.machine;
-    const Traffic& t = in_.traffic;
-    const std::size_t n = a.size();
-    long long used = 0;
-    if (n < 2 || budget <= 0) return 0;
+  // One refinement run: host exchanges, then rank exchanges, each accepted when the model says
+  // the step gets faster (ties: less traffic up the tree). Moves are scored incrementally
+  // (IncrementalCost: only the moved ranks' groups are re-routed). Every move counts against
+  // `budget`, and the work of all moves against `work_cap`: deterministic, never wall time.
+  long long refine(Assignment& a, Score& cost, long long budget, long long work_cap) {
+    if (a.size() < 2 || budget <= 0) return 0;
+    IncrementalCost inc(in_.machine, in_.traffic, a);
+    Refiner r{inc, cost, budget, work_cap, 0, good_enough_};
+    refine_hosts(r);
+    refine_ranks(r);
+    a = inc.slot_of_rank();
+    cost = r.cost;
+    return r.used;
+  }
+
+  struct Refiner {
+    IncrementalCost& inc;
+    Score cost;
+    long long budget, work_cap, used;
+    double good_enough;  // seconds: no move can gain enough below this to be worth a search
+    bool spent() const {
+      return used >= budget || inc.work() >= work_cap || cost.seconds <= good_enough;
+    }
+    // Tries a move; keeps it when better. Returns whether it was kept.
+    bool attempt(const std::vector<std::pair<std::uint32_t, std::uint32_t>>& pairs) {
+      inc.exchange(pairs);
+      ++used;
+      Score c{inc.seconds(), inc.crossing()};
+      if (c.better_than(cost)) {
+        cost = c;
+        return true;
+      }
+      inc.undo();
+      return false;
+    }
+  };
+
+  // Host exchanges: everything two hosts with as many slots hold, GPU k for GPU k (rails stay
+  // aligned). The move whole-host allocations need: a rank exchange splits the groups a host
+  // holds, a host exchange moves them together. Up to 64 hosts every pair in sweeps until one
+  // gains nothing; more, pairs from a fixed-seed generator until a run of fruitless moves.
+  void refine_hosts(Refiner& r) {
+    const std::size_t nh = slots_of_host_.size();
+    if (nh < 3) return;
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> pairs;
+    auto move_for = [&](std::size_t x, std::size_t y) {
+      pairs.clear();
+      const auto& sx = slots_of_host_[x];
+      const auto& sy = slots_of_host_[y];
+      for (std::size_t i = 0; i < sx.size(); ++i) {
+        pairs.emplace_back(rank_on_slot_[sx[i]], rank_on_slot_[sy[i]]);
+      }
+    };
+    auto try_hosts = [&](std::size_t x, std::size_t y) {
+      if (slots_of_host_[x].size() != slots_of_host_[y].size()) return false;
+      move_for(x, y);
+      if (!r.attempt(pairs)) return false;
+      const auto& a = r.inc.slot_of_rank();
+      for (const auto& [p, q] : pairs) {
+        rank_on_slot_[a[p]] = p;
+        rank_on_slot_[a[q]] = q;
+      }
+      return true;
+    };
+    index_ranks(r.inc.slot_of_rank());
+    if (nh <= 64) {
+      bool improved = true;
+      while (improved && !r.spent()) {
+        improved = false;
+        for (std::size_t x = 0; x < nh && !r.spent(); ++x) {
+          for (std::size_t y = x + 1; y < nh && !r.spent(); ++y) improved |= try_hosts(x, y);
+        }
+      }
+      return;
+    }
+    SplitMix rng{0x686f7374732d7377ULL};
+    long long since_gain = 0;
+    const long long patience = std::max<long long>(64, static_cast<long long>(nh));
+    while (!r.spent() && since_gain < patience) {
+      ++since_gain;
+      std::size_t x = rng.below(nh), y = rng.below(nh);
+      if (x != y && try_hosts(x, y)) since_gain = 0;
+    }
+  }
+
+  // Rank exchanges. Up to 24 ranks steepest descent over every pair; more, pairs from a
+  // fixed-seed generator until a run of fruitless moves.
+  void refine_ranks(Refiner& r) {
+    const std::size_t n = r.inc.slot_of_rank().size();
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> pair(1);
     if (n <= 24) {
       bool improved = true;
-      while (improved && used < budget) {
+      while (improved && !r.spent()) {
         improved = false;
-        Score best = cost;
-        std::size_t bi = 0, bj = 0;
-        for (std::size_t i = 0; i < n && used < budget; ++i) {
-          for (std::size_t j = i + 1; j < n && used < budget; ++j) {
-            std::swap(a[i], a[j]);
-            Score c = score(m, t, a);
-            ++used;
-            std::swap(a[i], a[j]);
+        Score best = r.cost;
+        std::uint32_t bi = 0, bj = 0;
+        for (std::uint32_t i = 0; i < n && !r.spent(); ++i) {
+          for (std::uint32_t j = i + 1; j < n && !r.spent(); ++j) {
+            pair[0] = {i, j};
+            r.inc.exchange(pair);
+            ++r.used;
+            Score c{r.inc.seconds(), r.inc.crossing()};
+            r.inc.undo();
             if (c.better_than(best)) {
               best = c;
               bi = i;
@@ -327,38 +437,38 @@ class Mapper {
             }
           }
         }
-        if (best.better_than(cost)) {
-          std::swap(a[bi], a[bj]);
-          cost = best;
+        if (best.better_than(r.cost)) {
+          pair[0] = {bi, bj};
+          r.inc.exchange(pair);
+          r.cost = best;
           improved = true;
         }
       }
-      return used;
+      return;
     }
     SplitMix rng{0x746f706f2d617761ULL};
     long long since_gain = 0;
-    // Stop after a run of fruitless moves: random swaps rarely help once the block
+    // Stop after a run of fruitless moves: random exchanges rarely help once the block
     // structure is right, and the budget is better left unspent than burnt.
-    const long long patience = std::max<long long>(32, static_cast<long long>(n / 4));
-    while (used < budget && since_gain < patience) {
+    const long long patience = std::max<long long>(64, static_cast<long long>(n / 4));
+    while (!r.spent() && since_gain < patience) {
       ++since_gain;
-      std::size_t i = rng.below(n), j = rng.below(n);
+      auto i = static_cast<std::uint32_t>(rng.below(n)), j = static_cast<std::uint32_t>(rng.below(n));
       if (i == j) continue;
-      std::swap(a[i], a[j]);
-      Score c = score(m, t, a);
-      ++used;
-      if (c.better_than(cost)) {
-        cost = c;
-        since_gain = 0;
-      } else {
-        std::swap(a[i], a[j]);
-      }
+      pair[0] = {i, j};
+      if (r.attempt(pair)) since_gain = 0;
     }
-    return used;
+  }
+
+  void index_ranks(const Assignment& a) {
+    rank_on_slot_.assign(in_.machine.slots.size(), 0);
+    for (std::uint32_t k = 0; k < a.size(); ++k) rank_on_slot_[a[k]] = k;
   }
 
   const Instance& in_;
   const Request& req_;
+  std::vector<std::uint32_t> rank_on_slot_;  // during host refinement
+  double good_enough_ = 0;
   std::vector<std::vector<std::uint32_t>> slots_of_host_;
 };
 
@@ -454,6 +564,7 @@ RankPlan plan(const topology::Fabric& fabric,
   out.layout = in.layout;
   out.algorithm = request.algorithm;
   out.rail_optimized = fabric.rail_optimized;
+  out.lower_bound = lower_bound(m, in.traffic);
   Assignment block = mapper.block();
   Assignment a;
   switch (request.algorithm) {
@@ -467,7 +578,7 @@ RankPlan plan(const topology::Fabric& fabric,
       a = mapper.random(request.seed);
       break;
     case Algorithm::kTopo:
-      a = mapper.topo(&out.refine_moves);
+      a = mapper.topo(out.lower_bound, &out.refine_moves);
       break;
   }
   out.cost = evaluate(m, in.traffic, a);
@@ -477,7 +588,6 @@ RankPlan plan(const topology::Fabric& fabric,
     out.cost = out.block_cost;
     out.kept_block = true;
   }
-  out.lower_bound = lower_bound(m, in.traffic);
 
   // Tasks: in free mode a host's tasks take its ranks in ascending order (LOCAL_RANK order);
   // with bound GPUs each task keeps its GPU and takes the rank placed on it.

@@ -206,9 +206,17 @@ bool scotch_map(const Instance& in, const FatTreeSpec& spec, const topology::Fab
 }
 #endif
 
+void print_detail(const char* label, const CostReport& c) {
+  std::printf("      %-6s %.4f s, bottleneck: %s\n", label, c.seconds, c.bottleneck.c_str());
+  for (const auto& d : c.dims) {
+    std::printf("        %-4s %9.4f s  groups in host %d, in leaf %d, across %d\n", d.dim.c_str(),
+                d.seconds, d.groups_in_host, d.groups_in_leaf, d.groups_across);
+  }
+}
+
 Row run(const std::string& name, const Family& fam, const topology::Fabric& fabric,
         const topology::NodeTopology& node, const Allocation& a, const std::string& layout,
-        Alloc alloc, bool with_scotch) {
+        Alloc alloc, bool with_scotch, bool detail) {
   Request r;
   r.hosts = a.hosts;
   r.tasks_per_host = a.tasks_per_host;
@@ -226,6 +234,20 @@ Row run(const std::string& name, const Family& fam, const topology::Fabric& fabr
   row.topo = p.cost.seconds;
   row.block = p.block_cost.seconds;
   row.lb = p.lower_bound;
+  if (detail) {
+    // Where the step's hosts sit: per level, the number of hosts in each group (name order).
+    Instance in = make_instance(fabric, nodes, r);
+    for (const auto& l : in.machine.levels) {
+      std::map<std::uint32_t, int> per;
+      for (auto g : l.group_of_host) ++per[g];
+      std::printf("      hosts per %s:", l.name.c_str());
+      for (const auto& [g, n] : per) std::printf(" %d", n);
+      std::printf("\n");
+    }
+    std::printf("      refinement moves: %lld\n", p.refine_moves);
+    print_detail("block", p.block_cost);
+    print_detail("topo", p.cost);
+  }
   r.algorithm = Algorithm::kRandom;
   row.random = plan(fabric, nodes, r).cost.seconds;
 #ifdef TOPOAWARE_HAVE_SCOTCH
@@ -270,9 +292,14 @@ FatTreeSpec three_tier(int hosts, int per_leaf, int leaves_per_pod, double overs
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = false, scotch = true, scale = true, suite = true;
+  bool quick = false, scotch = true, scale = true, suite = true, detail = false;
+  std::string only;
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--quick"))
+    if (!std::strcmp(argv[i], "--only") && i + 1 < argc)
+      only = argv[++i];
+    else if (!std::strcmp(argv[i], "--detail"))
+      detail = true;
+    else if (!std::strcmp(argv[i], "--quick"))
       quick = true;
     else if (!std::strcmp(argv[i], "--no-scotch"))
       scotch = false;
@@ -282,7 +309,10 @@ int main(int argc, char** argv) {
       suite = false;
     else {
       std::fprintf(stderr,
-                   "usage: mapper_bench [--quick] [--no-scotch] [--no-scale | --scale-only]\n");
+                   "usage: mapper_bench [--quick] [--no-scotch] [--no-scale | --scale-only] "
+                   "[--only TEXT] [--detail]\n"
+                   "  --only TEXT  run only instances whose \"name layout\" contains TEXT\n"
+                   "  --detail     per-dim cost of block and topo, with the bottleneck\n");
       return 2;
     }
   }
@@ -434,9 +464,10 @@ int main(int argc, char** argv) {
       for (const auto& c : allocs) {
         std::string name = f.name + "/" + c.kind;
         if (c.alloc == Alloc::kWholeHosts) name += "@" + std::to_string(c.fabric->hosts.size());
+        if (!only.empty() && (name + " " + lay).find(only) == std::string::npos) continue;
         Row row;
         try {
-          row = run(name, *c.fam, *c.fabric, node, c.a, lay, c.alloc, scotch);
+          row = run(name, *c.fam, *c.fabric, node, c.a, lay, c.alloc, scotch, detail);
         } catch (const std::exception& e) {
           std::printf("  %-36s %-30s skipped: %s\n", name.c_str(), lay.c_str(), e.what());
           continue;

@@ -1,0 +1,277 @@
+// IncrementalCost (cost.h): the cost model's loads kept per dim and resource, so a move
+// re-routes only the groups of the ranks it moves. Routing is routing.h's, the same as the full
+// evaluation's.
+#include <algorithm>
+#include <limits>
+
+#include "routing.h"
+#include "topoaware/mapper/cost.h"
+
+namespace topoaware::mapper {
+
+using internal::HostGroups;
+using internal::ResourceIndex;
+
+struct IncrementalCost::State {
+  const Machine& m;
+  const Traffic& t;
+  ResourceIndex res;
+  std::vector<double> cap;
+  std::vector<std::uint32_t> a;  // slot of rank
+  // Per dim (and one more for the explicit matrix): loads, the worst resource's time, the
+  // groups' reach histogram (for the latency term).
+  std::size_t dims = 0;
+  std::vector<std::vector<double>> load;
+  std::vector<double> worst;
+  std::vector<std::size_t> worst_at;
+  std::vector<std::vector<long long>> reach_count;
+  std::vector<std::vector<std::uint32_t>> flows_of_rank;  // matrix flows touching each rank
+  double crossing = 0;
+  double zero = 0;  // loads below this are rounding residue of removed flows
+  long long work = 0;
+  HostGroups hg;
+  std::vector<std::uint32_t> members;
+  std::vector<std::size_t> touched;  // resources whose load rose since the last update_worst
+  // The last exchange's undo journal: every load it changed with the value before, and the
+  // figures it replaced.
+  struct Saved {
+    std::size_t lane, resource;
+    double load;
+  };
+  std::vector<Saved> journal;
+  std::vector<double> saved_worst;
+  std::vector<std::size_t> saved_worst_at;
+  std::vector<std::vector<long long>> saved_reach;
+  double saved_crossing = 0;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> last;
+  bool journaling = false;
+
+  struct Sink {
+    State& s;
+    std::size_t lane;
+    double sign;
+    void load(std::size_t r, double bytes) {
+      double& l = s.load[lane][r];
+      if (s.journaling) s.journal.push_back({lane, r, l});
+      l += sign * bytes;
+      if (sign > 0) s.touched.push_back(r);
+    }
+    void tier(int, double) {}
+    void crossed(std::size_t l, double bytes) {
+      s.crossing += sign * bytes * static_cast<double>(l + 1);
+    }
+  };
+
+  State(const Machine& machine, const Traffic& traffic, std::vector<std::uint32_t> slots)
+      : m(machine), t(traffic), a(std::move(slots)) {
+    if (static_cast<long long>(a.size()) != t.world) {
+      throw Error("cost model: " + std::to_string(a.size()) + " ranks placed, layout has " +
+                  std::to_string(t.world));
+    }
+    for (auto s : a) {
+      if (s >= m.slots.size()) throw Error("cost model: rank placed on a slot that does not exist");
+    }
+    res = internal::resource_index(m);
+    cap = internal::resource_capacity(m, res);
+    dims = t.dims.size();
+    const std::size_t lanes = dims + (t.matrix.empty() ? 0 : 1);
+    load.assign(lanes, std::vector<double>(res.total, 0.0));
+    worst.assign(lanes, 0.0);
+    worst_at.assign(lanes, 0);
+    reach_count.assign(lanes, std::vector<long long>(m.levels.size() + 2, 0));
+    double biggest = 0;
+    for (const auto& d : t.dims) biggest = std::max(biggest, d.bytes);
+    for (const auto& f : t.matrix) biggest = std::max(biggest, f.bytes);
+    zero = 1e-9 * biggest;
+    if (!t.matrix.empty()) {
+      flows_of_rank.assign(a.size(), {});
+      for (std::uint32_t i = 0; i < t.matrix.size(); ++i) {
+        const auto& f = t.matrix[i];
+        if (f.from < 0 || f.to < 0 || static_cast<std::size_t>(f.from) >= a.size() ||
+            static_cast<std::size_t>(f.to) >= a.size()) {
+          throw Error("cost model: a flow names a rank outside the layout");
+        }
+        flows_of_rank[static_cast<std::size_t>(f.from)].push_back(i);
+        if (f.to != f.from) flows_of_rank[static_cast<std::size_t>(f.to)].push_back(i);
+      }
+    }
+    for (std::size_t d = 0; d < dims; ++d) {
+      const DimTraffic& dt = t.dims[d];
+      if (dt.size <= 1 || dt.bytes <= 0) continue;
+      const long long block = dt.stride * dt.size;
+      for (long long outer = 0; outer < t.world; outer += block) {
+        for (long long inner = 0; inner < dt.stride; ++inner) route(d, outer + inner, 1.0);
+      }
+    }
+    for (std::uint32_t i = 0; i < t.matrix.size(); ++i) route_flow(i, 1.0);
+    touched.clear();
+    for (std::size_t l = 0; l < lanes; ++l) rescan(l);
+  }
+
+  double value(std::size_t lane, std::size_t r) const {
+    const double l = load[lane][r];
+    if (l <= zero) return 0;
+    return cap[r] > 0 ? l / cap[r] : std::numeric_limits<double>::infinity();
+  }
+
+  void rescan(std::size_t lane) {
+    double best = 0;
+    std::size_t at = 0;
+    for (std::size_t r = 0; r < res.total; ++r) {
+      double v = value(lane, r);
+      if (v > best) {
+        best = v;
+        at = r;
+      }
+    }
+    worst[lane] = best;
+    worst_at[lane] = at;
+    work += static_cast<long long>(res.total);
+  }
+
+  // Adds (sign 1) or removes (sign -1) the flows of the group of dim d starting at rank `base`.
+  void route(std::size_t d, long long base, double sign) {
+    const DimTraffic& dt = t.dims[d];
+    members.resize(static_cast<std::size_t>(dt.size));
+    for (long long i = 0; i < dt.size; ++i) {
+      members[static_cast<std::size_t>(i)] = a[static_cast<std::size_t>(base + i * dt.stride)];
+    }
+    Sink sink{*this, d, sign};
+    int reached = internal::route_group(m, res, dt, members.data(), hg, sink);
+    reach_count[d][static_cast<std::size_t>(reached)] += sign > 0 ? 1 : -1;
+    work += dt.pattern == Pattern::kAllToAll ? dt.size * (dt.size - 1) : 2 * dt.size;
+  }
+
+  void route_flow(std::uint32_t i, double sign) {
+    const Flow& f = t.matrix[i];
+    Sink sink{*this, dims, sign};
+    internal::route_flow(m, res, a[static_cast<std::size_t>(f.from)],
+                         a[static_cast<std::size_t>(f.to)], f.bytes, sink);
+    work += 1;
+  }
+
+  // After loads of `lane` changed (those that rose are in `touched`): the worst resource again.
+  // Resources that did not rise are at most the old worst, so only a drop of the old worst
+  // itself needs a rescan.
+  void update_worst(std::size_t lane) {
+    const double old = worst[lane];
+    double best = old;
+    std::size_t at = worst_at[lane];
+    const bool dropped = value(lane, at) < old;
+    for (std::size_t r : touched) {
+      double v = value(lane, r);
+      if (v > best) {
+        best = v;
+        at = r;
+      }
+    }
+    if (dropped && !(best > old)) {
+      rescan(lane);
+    } else {
+      worst[lane] = best;
+      worst_at[lane] = at;
+    }
+    touched.clear();
+  }
+
+  double seconds() const {
+    double s = 0;
+    for (std::size_t d = 0; d < dims; ++d) {
+      const DimTraffic& dt = t.dims[d];
+      if (dt.size <= 1 || dt.bytes <= 0) continue;
+      int reach_max = 0;
+      for (std::size_t k = 0; k < reach_count[d].size(); ++k) {
+        if (reach_count[d][k] > 0) reach_max = static_cast<int>(k);
+      }
+      const double steps = dt.pattern == Pattern::kRing ? 2.0 * (dt.size - 1.0) : 1.0;
+      s += worst[d] + dt.calls * steps * internal::reach_latency_us(m, reach_max) * 1e-6;
+    }
+    if (!t.matrix.empty()) s += worst[dims];
+    return s;
+  }
+
+  void exchange(const std::vector<std::pair<std::uint32_t, std::uint32_t>>& pairs) {
+    journal.clear();
+    saved_worst = worst;
+    saved_worst_at = worst_at;
+    saved_reach = reach_count;
+    saved_crossing = crossing;
+    last = pairs;
+    journaling = true;
+    struct Off {
+      bool& flag;
+      ~Off() { flag = false; }
+    } off{journaling};
+    std::vector<std::uint32_t> moved;
+    for (const auto& [x, y] : pairs) {
+      if (x >= a.size() || y >= a.size()) throw Error("cost model: exchange of a rank not placed");
+      moved.push_back(x);
+      moved.push_back(y);
+    }
+    std::vector<std::uint32_t> check = moved;
+    std::sort(check.begin(), check.end());
+    if (std::adjacent_find(check.begin(), check.end()) != check.end()) {
+      throw Error("cost model: exchange names a rank twice");
+    }
+    std::vector<long long> bases;
+    for (std::size_t d = 0; d < dims; ++d) {
+      const DimTraffic& dt = t.dims[d];
+      if (dt.size <= 1 || dt.bytes <= 0) continue;
+      bases.clear();
+      const long long block = dt.stride * dt.size;
+      for (auto r : moved) {
+        const long long rr = r;
+        bases.push_back(rr / block * block + rr % dt.stride);
+      }
+      std::sort(bases.begin(), bases.end());
+      bases.erase(std::unique(bases.begin(), bases.end()), bases.end());
+      for (long long b : bases) route(d, b, -1.0);
+      for (const auto& [x, y] : pairs) std::swap(a[x], a[y]);
+      for (long long b : bases) route(d, b, 1.0);
+      for (const auto& [x, y] : pairs) std::swap(a[x], a[y]);
+      update_worst(d);
+    }
+    if (!t.matrix.empty()) {
+      std::vector<std::uint32_t> flows;
+      for (auto r : moved) {
+        flows.insert(flows.end(), flows_of_rank[r].begin(), flows_of_rank[r].end());
+      }
+      std::sort(flows.begin(), flows.end());
+      flows.erase(std::unique(flows.begin(), flows.end()), flows.end());
+      for (auto i : flows) route_flow(i, -1.0);
+      for (const auto& [x, y] : pairs) std::swap(a[x], a[y]);
+      for (auto i : flows) route_flow(i, 1.0);
+      for (const auto& [x, y] : pairs) std::swap(a[x], a[y]);
+      update_worst(dims);
+    }
+    for (const auto& [x, y] : pairs) std::swap(a[x], a[y]);
+  }
+
+  void undo() {
+    if (last.empty()) throw Error("cost model: nothing to undo");
+    for (auto it = journal.rbegin(); it != journal.rend(); ++it) load[it->lane][it->resource] = it->load;
+    worst = saved_worst;
+    worst_at = saved_worst_at;
+    reach_count = saved_reach;
+    crossing = saved_crossing;
+    for (const auto& [x, y] : last) std::swap(a[x], a[y]);
+    journal.clear();
+    last.clear();
+  }
+};
+
+IncrementalCost::IncrementalCost(const Machine& machine, const Traffic& traffic,
+                                 std::vector<std::uint32_t> slot_of_rank)
+    : s_(std::make_unique<State>(machine, traffic, std::move(slot_of_rank))) {}
+IncrementalCost::~IncrementalCost() = default;
+double IncrementalCost::seconds() const { return s_->seconds(); }
+double IncrementalCost::crossing() const { return s_->crossing; }
+const std::vector<std::uint32_t>& IncrementalCost::slot_of_rank() const { return s_->a; }
+void IncrementalCost::exchange(
+    const std::vector<std::pair<std::uint32_t, std::uint32_t>>& rank_pairs) {
+  s_->exchange(rank_pairs);
+}
+void IncrementalCost::undo() { s_->undo(); }
+long long IncrementalCost::work() const { return s_->work; }
+
+}  // namespace topoaware::mapper
