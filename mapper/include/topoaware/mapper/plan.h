@@ -29,9 +29,10 @@ struct Request {
   // When Slurm already bound GPUs to tasks (cgroups): per task, the physical GPU index (NVML)
   // it holds. Empty: free choice. Non-empty: the plan permutes ranks only.
   std::vector<int> bound_gpu;
-  double refine_budget_ms = 200;    // swap refinement budget (deterministic: counted in moves)
-  // Explicit refinement budget in evaluated moves; -1: 2 moves per refine_budget_ms. Either
-  // way it is capped so moves x ranks stays bounded (docs/mapper.md), never by wall time.
+  double refine_budget_ms = 200;    // refinement budget (deterministic: counted in moves)
+  // Explicit refinement budget in evaluated moves (host or rank exchanges); -1: one move per
+  // refine_budget_ms. Either way the work of all moves is capped (docs/mapper.md), never by
+  // wall time.
   long long refine_moves = -1;
 };
 
