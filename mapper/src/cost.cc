@@ -548,24 +548,128 @@ double split_groups(const std::vector<long long>& bin_slots, long long n, long l
   return static_cast<double>(std::max(0LL, groups - whole));
 }
 
+// Ring and all-to-all members are alike: when a rank's place holds k < n members, the other
+// n - k sit on other places holding at most n - k each, and the dim takes at least as long as
+// those members' own bound. f[k-1] is the bound for k members on the rank's place.
+void raise_by_other_members(std::vector<double>& f, long long n) {
+  const auto kcap = static_cast<long long>(f.size());
+  std::vector<double> prefix_min(f.size());
+  for (std::size_t i = 0; i < f.size(); ++i) {
+    prefix_min[i] = i == 0 ? f[0] : std::min(prefix_min[i - 1], f[i]);
+  }
+  for (long long k = 1; k <= kcap && k < n; ++k) {
+    const long long j = std::min(n - k, kcap);
+    auto& v = f[static_cast<std::size_t>(k - 1)];
+    v = std::max(v, prefix_min[static_cast<std::size_t>(j - 1)]);
+  }
+}
+
+// The least sum_d f_d(m_d) over vectors with 1 <= m_d <= |f_d| and prod_d m_d <= c, where the
+// dims with m_d = n_d (the whole group on the place) have a product of sizes dividing c (the
+// walk argument in docs/mapper.md). Dims whose f is a single zero constrain nothing.
+double least_sum(const std::vector<std::vector<double>>& f, const std::vector<long long>& n,
+                 long long c) {
+  std::vector<std::size_t> live;
+  for (std::size_t d = 0; d < f.size(); ++d) {
+    if (f[d].size() > 1 || (f[d].size() == 1 && f[d][0] > 0)) live.push_back(d);
+  }
+  if (live.empty()) return 0;
+  c = std::max(1LL, c);
+  double best = std::numeric_limits<double>::infinity();
+  auto search = [&](auto&& self, std::size_t i, long long room, long long whole,
+                    double sum) -> void {
+    if (sum >= best) return;
+    if (i == live.size()) {
+      best = sum;
+      return;
+    }
+    const auto& fd = f[live[i]];
+    const long long nd = n[live[i]];
+    for (long long k = 1; k <= room && k <= static_cast<long long>(fd.size()); ++k) {
+      long long w = whole;
+      if (k == nd) {
+        w *= nd;
+        if (c % w != 0) continue;  // a place closed under these dims holds a multiple of w
+      }
+      self(self, i + 1, room / k, w, sum + fd[static_cast<std::size_t>(k - 1)]);
+    }
+  };
+  search(search, 0, c, 1, 0.0);
+  return best;
+}
+
+// The largest least_sum over places of the given slot counts (each place gives a true bound;
+// the divisibility condition makes the smallest place not always the best). At most
+// `max_sizes` distinct sizes, the smallest, keep it cheap.
+double least_sum_over(const std::vector<std::vector<double>>& f, const std::vector<long long>& n,
+                      std::vector<long long> sizes, std::size_t max_sizes) {
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  sizes.erase(std::remove(sizes.begin(), sizes.end(), 0LL), sizes.end());
+  if (sizes.size() > max_sizes) sizes.resize(max_sizes);
+  double best = 0;
+  for (long long c : sizes) best = std::max(best, least_sum(f, n, c));
+  return best;
+}
+
+// A rank receives A bytes that must come over NVLink and X that may come over NVLink (from its
+// NVLink domain) or into its own NIC port: the least time of the best split of X.
+double least_split(double A, double X, double nv, double port) {
+  const double y = port * (A + X) / (nv + port);  // bytes by NIC that balance both
+  return y <= X ? (A + X) / (nv + port) : std::max(A / nv, X / port);
+}
+
+// The least time of a pipeline stage with `neighbours` (1 or 2) neighbour stages, k stages of
+// its group on its host (itself included): each neighbour sends it S, into its NVLink ingress
+// when on its host (at most k - 1 are) or, with NVLink domains, from a host of its domain;
+// otherwise into its own NIC port (a flow enters by the receiver's port, PXN or not).
+double pipe_stage(int neighbours, long long k, bool domains, double S, double nv, double port) {
+  const int most_nvlink =
+      domains ? neighbours : static_cast<int>(std::min<long long>(neighbours, k - 1));
+  double best = std::numeric_limits<double>::infinity();
+  for (int a = 0; a <= most_nvlink; ++a) {
+    best = std::min(best, std::max(a * S / nv, (neighbours - a) * S / port));
+  }
+  return best;
+}
+
 }  // namespace
 
 double lower_bound(const Machine& m, const Traffic& t) {
   if (m.slots.empty()) return 0;
   const double nv = *std::max_element(m.slot_nvlink_gbps.begin(), m.slot_nvlink_gbps.end()) * kGB;
   double port = *std::max_element(m.port_gbps.begin(), m.port_gbps.end()) * kGB;
-  double port_eff = port;
-  for (std::size_t s = 0; s < m.slots.size(); ++s) {
-    if (m.domain_of_host[m.slots[s].host] >= 0) {
-      port_eff = std::max(port_eff, m.slot_nvlink_gbps[s] * kGB);
-    }
-  }
+  const bool has_domains =
+      std::any_of(m.domain_of_host.begin(), m.domain_of_host.end(), [](int d) { return d >= 0; });
   std::vector<long long> host_slots(m.hosts.size(), 0);
   for (const auto& s : m.slots) ++host_slots[s.host];
   const long long kmax = *std::max_element(host_slots.begin(), host_slots.end());
   double total_egress = 0;
   for (double g : m.slot_nvlink_gbps) total_egress += g * kGB;
   for (double g : m.port_gbps) total_egress += g * kGB;
+
+  // Islands: an NVLink domain's hosts in the step, or a host outside any domain. Flows inside
+  // an island go over NVLink; every flow between islands leaves by a NIC port at port speed.
+  // (Hosts without slots hold no rank and are left out.)
+  std::vector<long long> island_slots, island_hosts;
+  {
+    std::map<long long, std::size_t> idx;
+    for (std::size_t h = 0; h < m.hosts.size(); ++h) {
+      if (host_slots[h] == 0) continue;
+      long long key =
+          m.domain_of_host[h] >= 0 ? -1 - m.domain_of_host[h] : static_cast<long long>(h);
+      auto [it, fresh] = idx.emplace(key, island_slots.size());
+      if (fresh) {
+        island_slots.push_back(0);
+        island_hosts.push_back(0);
+      }
+      island_slots[it->second] += host_slots[h];
+      ++island_hosts[it->second];
+    }
+  }
+  const long long island_kmax = *std::max_element(island_slots.begin(), island_slots.end());
+  const long long island_hosts_max =
+      *std::max_element(island_hosts.begin(), island_hosts.end());
 
   // Bins for the crossing bounds: level 0 = NVLink domain or host (capacity: NIC egress), then
   // each network level (capacity: uplinks).
@@ -601,10 +705,12 @@ double lower_bound(const Machine& m, const Traffic& t) {
     bins.push_back(std::move(b));
   }
 
-  // Per dim: f[k] = the least time of the dim given that some rank has k members of its group
-  // on its own host (k = 1..min(n, kmax)), combined with the crossing bounds (valid for any k).
+  // Per dim, two families of floors, each combined with the crossing bounds (valid for any
+  // placement): f[k] given that some rank has k members of its group on its own host
+  // (k = 1..min(n, kmax)), and fi[k] given that some rank has k members on its own island
+  // (k = 1..min(n, island_kmax)).
   const std::size_t D = t.dims.size();
-  std::vector<std::vector<double>> f(D);
+  std::vector<std::vector<double>> f(D), fi(D);
   double lat_min = m.nvlink_latency_us;
   for (double l : m.reach_latency_us) lat_min = std::min(lat_min, l);
   double fixed = 0;  // latency floors and dims that do not communicate
@@ -613,6 +719,7 @@ double lower_bound(const Machine& m, const Traffic& t) {
     const long long n = dt.size;
     if (n <= 1 || dt.bytes <= 0) {
       f[d] = {0.0};
+      fi[d] = {0.0};
       continue;
     }
     const double S = dt.bytes;
@@ -659,91 +766,106 @@ double lower_bound(const Machine& m, const Traffic& t) {
     }
     cross = std::max(cross, total_bytes / total_egress);
     const long long kcap = std::min(n, kmax);
+    const double nd = static_cast<double>(n);
+    double pipe_floor = 0;  // pipelines: a middle stage's floor, wherever the rank sits
     f[d].assign(static_cast<std::size_t>(kcap), 0.0);
     for (long long k = 1; k <= kcap; ++k) {
       double v = 0;
-      const double kd = static_cast<double>(k), nd = static_cast<double>(n);
+      const double kd = static_cast<double>(k);
       if (dt.pattern == Pattern::kRing) {
+        // The rank sends (k-1)/k V along its host's chain over NVLink and V/k to the next host:
+        // over NVLink when that host shares its NVLink domain (then V in all), else by a NIC.
         const double V = 2.0 * (nd - 1) / nd * S;
-        v = (k == n) ? V / nv : std::max((kd - 1) / kd * V / nv, V / kd / port_eff);
+        const double by_nic = std::max((kd - 1) / kd * V / nv, V / kd / port);
+        v = (k == n) ? V / nv : (has_domains ? std::min(V / nv, by_nic) : by_nic);
       } else if (dt.pattern == Pattern::kAllToAll) {
+        // What the rank receives: A from its host over NVLink, X from off the host, each flow
+        // into its own NIC port (PXN or not) or, from a host of its NVLink domain, over NVLink.
         const double A = (kd - 1) * S / nd, X = (nd - kd) * S / nd;
         if (k == n) {
           v = A / nv;
-        } else if (!m.rail_optimized) {
-          v = std::max(A / nv, X / port_eff);  // off-host bytes leave by the rank's own port
+        } else if (!has_domains) {
+          v = std::max(A / nv, X / port);
         } else {
-          // PXN may send part of X over NVLink to a GPU on the peer's rail first.
-          double y = port_eff * (A + X) / (nv + port_eff);
-          v = (y <= X) ? (A + X) / (nv + port_eff) : std::max(A / nv, X / port_eff);
+          v = least_split(A, X, nv, port);
         }
-      } else {  // pipeline: a middle stage (or either stage when n == 2)
-        // Off-host flows leave by the rank's own port, except on rail-optimized fabrics where
-        // PXN may use another port after an NVLink hop.
-        double two_off = 2 * S / port_eff;
-        double one_off = std::max(S / nv, S / port_eff);
-        if (m.rail_optimized) {
-          two_off = std::min({two_off, S / std::min(nv, port_eff), 2 * S / nv});
-          one_off = std::min(one_off, 2 * S / nv);
-        }
-        // An end stage has one neighbour; the rank the bound speaks for may be one. A middle
-        // stage exists too (n >= 3) and holds at most kcap stages on its host.
-        const double end = k >= 2 ? S / std::max(nv, port_eff) : S / port_eff;
+      } else {  // pipeline
+        const double end = pipe_stage(1, k, has_domains, S, nv, port);  // an end stage
         if (n == 2) {
           v = end;
         } else {
-          auto middle = [&](long long kk) {
-            double x = two_off;
-            if (kk >= 2) x = std::min(x, one_off);
-            if (kk >= 3) x = std::min(x, 2 * S / nv);
-            return x;
-          };
-          v = std::max(std::min(middle(k), end), middle(kcap));
+          // The rank the bound speaks for may be an end stage; a middle stage exists too and
+          // holds at most kcap stages on its host.
+          pipe_floor = pipe_stage(2, kcap, has_domains, S, nv, port);
+          v = std::max(std::min(pipe_stage(2, k, has_domains, S, nv, port), end), pipe_floor);
         }
       }
       f[d][static_cast<std::size_t>(k - 1)] = std::max(v, cross);
     }
-    // Ring and all-to-all members are alike: when this host holds k < n members, the other
-    // n - k sit on hosts holding at most n - k each, and the dim takes at least as long as
-    // those members' own bound.
-    if (dt.pattern != Pattern::kPipeline) {
-      std::vector<double> g = f[d];
-      for (long long k = 1; k < kcap + 1 && k < n; ++k) {
-        double others = std::numeric_limits<double>::infinity();
-        for (long long j = 1; j <= std::min(n - k, kcap); ++j) {
-          others = std::min(others, f[d][static_cast<std::size_t>(j - 1)]);
+    if (dt.pattern != Pattern::kPipeline) raise_by_other_members(f[d], n);
+
+    // Island floors. With k members on the rank's island (k < n) the group leaves the island;
+    // what leaves goes through NIC ports at `port`, never NVLink.
+    const long long kcap_i = std::min(n, island_kmax);
+    fi[d].assign(static_cast<std::size_t>(kcap_i), 0.0);
+    std::vector<double> host_min(f[d].size());  // prefix minima of f: the host-count floor
+    for (std::size_t i = 0; i < f[d].size(); ++i) {
+      host_min[i] = i == 0 ? f[d][0] : std::min(host_min[i - 1], f[d][i]);
+    }
+    for (long long k = 1; k <= kcap_i; ++k) {
+      double v = 0;
+      const double kd = static_cast<double>(k);
+      if (dt.pattern == Pattern::kRing) {
+        const double V = 2.0 * (nd - 1) / nd * S;
+        if (k == n) {
+          v = V / nv;  // every member sends V over NVLink (in-host chain or domain hop)
+        } else {
+          // The island's k members sit on hosts h with k_h each; e >= 1 of those hosts hand
+          // the ring to a host off the island (NIC, V spread over the exit host's k_h <= k/e
+          // members, and k_h <= kmax), the others to a host of the island (NVLink). NVLink
+          // egress of the k members: sum (k_h - 1) V + (hosts - e) V = (k - e) V.
+          v = std::numeric_limits<double>::infinity();
+          const long long emax = std::min(k, island_hosts_max);
+          for (long long e = 1; e <= emax; ++e) {
+            const double on_nvlink = (kd - static_cast<double>(e)) / kd * V / nv;
+            const double on_nic = V / (static_cast<double>(std::min(kmax, k / e)) * port);
+            v = std::min(v, std::max(on_nvlink, on_nic));
+            if (on_nic >= on_nvlink) break;  // on_nic only grows with e, on_nvlink only falls
+          }
         }
-        g[static_cast<std::size_t>(k - 1)] = std::max(g[static_cast<std::size_t>(k - 1)], others);
+      } else if (dt.pattern == Pattern::kAllToAll) {
+        // The rank's k - 1 island peers use NVLink both ways; the n - k others each send
+        // bytes/n into the rank's own NIC port (a flow enters by the receiver's port, PXN or
+        // not).
+        const double A = (kd - 1) * S / nd, X = (nd - kd) * S / nd;
+        v = k == n ? A / nv : std::max(A / nv, X / port);
+      } else {
+        // A chain of stages not all on the island crosses its edge: the stage on the island
+        // side receives S from off the island through its own NIC port. All on the island: a
+        // middle stage sends S to each neighbour over NVLink.
+        v = k < n ? S / port : (n == 2 ? S / nv : 2 * S / nv);
+        v = std::max(v, pipe_floor);
       }
-      f[d] = std::move(g);
+      // The rank's host holds between 1 and min(k, kmax) of the k: the host floor applies.
+      const long long on_host = std::min(k, static_cast<long long>(host_min.size()));
+      v = std::max(v, host_min[static_cast<std::size_t>(on_host - 1)]);
+      fi[d][static_cast<std::size_t>(k - 1)] = std::max(v, cross);
     }
-    fixed += dt.calls * (dt.pattern == Pattern::kRing ? 2.0 * (static_cast<double>(n) - 1) : 1.0) *
-             lat_min * 1e-6;
+    if (dt.pattern != Pattern::kPipeline) raise_by_other_members(fi[d], n);
+    fixed += dt.calls * (dt.pattern == Pattern::kRing ? 2.0 * (nd - 1) : 1.0) * lat_min * 1e-6;
   }
-  // Take the host with the fewest slots, c, and the ranks S on it. For each dim let m_d be
-  // the fewest members of its own d-group that any rank of S finds on the host, and r_d a rank
-  // with that few: time_d >= f_d(m_d) through r_d. Walking from any rank of S along dim 1 (at
-  // least m_1 choices), then dim 2 (m_2 choices each), ... reaches prod_d m_d distinct ranks of S,
-  // so prod_d m_d <= c. Minimize sum_d f_d(m_d) over vectors with that product.
-  const long long kmin = *std::min_element(host_slots.begin(), host_slots.end());
-  double best_sum = std::numeric_limits<double>::infinity();
-  std::vector<std::size_t> live;
-  for (std::size_t d = 0; d < D; ++d) {
-    if (f[d].size() > 1 || (f[d].size() == 1 && f[d][0] > 0)) live.push_back(d);
-  }
-  auto search = [&](auto&& self, std::size_t i, long long room, double sum) -> void {
-    if (sum >= best_sum) return;
-    if (i == live.size()) {
-      best_sum = sum;
-      return;
-    }
-    const auto& fd = f[live[i]];
-    for (long long k = 1; k <= room && k <= static_cast<long long>(fd.size()); ++k) {
-      self(self, i + 1, room / k, sum + fd[static_cast<std::size_t>(k - 1)]);
-    }
-  };
-  search(search, 0, kmin, 0.0);
-  double lb = live.empty() ? 0.0 : best_sum;
+  // Take a place (a host, or an island) with c slots and the c ranks S on it. For each dim let
+  // m_d be the fewest members of its own d-group that any rank of S finds on the place, and r_d
+  // a rank with that few: time_d >= f_d(m_d) through r_d. Walking from any rank of S along dim
+  // 1 (at least m_1 choices), then dim 2 (m_2 choices each), ... reaches prod_d m_d distinct
+  // ranks of S, so prod_d m_d <= c. Where m_d = n_d for every d of a set F, S is closed under
+  // moves in F: a union of F-cosets of prod_F n_d ranks each, so prod_F n_d divides c. Minimize
+  // sum_d f_d(m_d) under both; every place gives a true bound, so take the largest.
+  std::vector<long long> sizes(D);
+  for (std::size_t d = 0; d < D; ++d) sizes[d] = t.dims[d].size;
+  constexpr std::size_t kPlaceSizes = 32;
+  double lb = std::max(least_sum_over(f, sizes, host_slots, kPlaceSizes),
+                       least_sum_over(fi, sizes, island_slots, kPlaceSizes));
 
   if (!t.matrix.empty()) {
     double bytes = 0;

@@ -9,6 +9,7 @@
 #include <iostream>
 #include <limits>
 #include <numeric>
+#include <random>
 
 #include "topoaware/mapper/synthetic.h"
 
@@ -161,6 +162,222 @@ INSTANTIATE_TEST_SUITE_P(
         BruteCase{
             "rail-optimized fragmented, ep", rails(tiny(4, 2, 4, 2)), {3, 1, 1, 3}, "ep=4,dp=2"}),
     [](const auto& param) { return "case" + std::to_string(param.index); });
+
+// The lower bound alone against brute force on instances with NVLink domains, where the bound
+// argues over islands (an NVLink domain's hosts in the step, or a host outside any domain).
+struct IslandCase {
+  const char* name;
+  FatTreeSpec spec;
+  std::vector<int> tasks;
+  const char* layout;
+  std::vector<int> outside = {};  // hosts (name order) taken out of their NVLink domain
+};
+
+Small island_small(const IslandCase& c) {
+  Small s = small(c.spec, c.tasks, c.layout);
+  std::vector<std::string> names;
+  for (const auto& h : s.fabric.hosts) names.push_back(h.name);
+  std::sort(names.begin(), names.end());
+  for (int i : c.outside) {
+    auto at = s.fabric.find_host(names[static_cast<std::size_t>(i)]);
+    s.fabric.hosts[static_cast<std::size_t>(at)].nvlink_domain = -1;
+  }
+  return s;
+}
+
+class IslandBoundTest : public ::testing::TestWithParam<IslandCase> {};
+
+TEST_P(IslandBoundTest, LowerBoundAtMostOptimum) {
+  const IslandCase& c = GetParam();
+  Small s = island_small(c);
+  Instance in = make_instance(s.fabric, s.nodes, s.request);
+  ASSERT_TRUE(std::any_of(in.machine.domain_of_host.begin(), in.machine.domain_of_host.end(),
+                          [](int d) { return d >= 0; }))
+      << c.name;
+  for (int i : c.outside) {
+    // the host keeps its slots but leaves its domain
+    ASSERT_EQ(in.machine.domain_of_host[static_cast<std::size_t>(i)], -1) << c.name;
+  }
+  const double best = brute_force(in);
+  const double lb = lower_bound(in.machine, in.traffic);
+  EXPECT_LE(lb, best * (1 + 1e-12)) << c.name;
+  EXPECT_GT(lb, 0) << c.name;
+  std::cout << "  " << c.name << ": optimum " << best << " s, bound " << lb << " s ("
+            << lb / best * 100 << "% of optimum)\n";
+}
+
+FatTreeSpec slow_nvlink(FatTreeSpec s, double gbps) {
+  s.nvlink_gbps = gbps;
+  return s;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Domains, IslandBoundTest,
+    ::testing::Values(
+        IslandCase{"ring, domain of 2 hosts + a host alone",
+                   nvl(tiny(3, 3, 2, 1), 2),
+                   {2, 2, 2},
+                   "tp=2,dp=3"},
+        IslandCase{"all-to-all over a 3-host domain and a lone host",
+                   nvl(tiny(4, 2, 2, 2), 3),
+                   {2, 1, 2, 2},
+                   "ep=7"},
+        IslandCase{"pipeline over domains of 2, fragmented",
+                   nvl(tiny(5, 2, 2, 2), 2),
+                   {2, 1, 2, 1, 2},
+                   "pp=4,dp=2"},
+        IslandCase{"mixed tp ep pp, domains of 2", nvl(tiny(4, 2, 2, 2), 2), {2, 2, 2, 2},
+                   "tp=2,ep=2,pp=2"},
+        IslandCase{"mixed, order pp-ep-tp, domains of 3, fragmented",
+                   nvl(tiny(5, 3, 2, 4), 3),
+                   {1, 2, 1, 2, 2},
+                   "tp=2,ep=2,pp=2,order=pp-ep-tp-dp"},
+        IslandCase{"rail-optimized, domain of 3 + lone host, all-to-all",
+                   rails(nvl(tiny(4, 2, 2, 2), 3)),
+                   {1, 2, 2, 2},
+                   "ep=7"},
+        IslandCase{"rail-optimized, domains of 2, tp pp dp",
+                   rails(nvl(tiny(4, 2, 2, 2), 2)),
+                   {2, 2, 2, 2},
+                   "tp=2,pp=2,dp=2"},
+        IslandCase{"host outside any domain, tp4 dp2",
+                   nvl(tiny(4, 2, 2, 2), 2),
+                   {2, 2, 2, 2},
+                   "tp=4,dp=2",
+                   {3}},
+        IslandCase{"two hosts outside, ring + all-to-all",
+                   nvl(tiny(5, 5, 2, 1), 3),
+                   {2, 1, 2, 1, 2},
+                   "ep=2,dp=4",
+                   {0, 4}},
+        // NVLink no faster than a NIC port: a stage or rank may split its traffic over both.
+        IslandCase{"slow NVLink, pipeline of 5 one-GPU hosts",
+                   slow_nvlink(nvl(tiny(5, 5, 1, 1), 4), 20),
+                   {1, 1, 1, 1, 1},
+                   "pp=5"},
+        IslandCase{"slow NVLink, all-to-all of 8",
+                   slow_nvlink(nvl(tiny(5, 5, 2, 1), 3), 30),
+                   {1, 2, 2, 2, 1},
+                   "ep=8"},
+        IslandCase{"slow NVLink, all-to-all of 6 over 3-GPU hosts",
+                   slow_nvlink(nvl(tiny(3, 3, 3, 1), 2), 20),
+                   {3, 1, 2},
+                   "ep=6,order=dp-ep"}),
+    [](const auto& param) { return "case" + std::to_string(param.index); });
+
+// Random small instances (fixed seeds): fabric shape, NVLink domains or none, NVLink faster or
+// slower than a port, rails, fragmented tasks, layout and dim order all drawn; the bound must
+// not exceed the brute-force optimum on any of them.
+TEST(CostTest, LowerBoundAtMostOptimumOnRandomInstances) {
+  int checked = 0, with_domains = 0;
+  for (std::uint64_t seed = 1; checked < 160; ++seed) {
+    ASSERT_LT(seed, 1000u) << "too few valid instances drawn";
+    std::mt19937_64 g(seed);  // its raw output is fixed by the standard: same draws everywhere
+    auto below = [&](int n) { return static_cast<int>(g() % static_cast<std::uint64_t>(n)); };
+    FatTreeSpec spec;
+    spec.hosts = 2 + below(5);
+    spec.hosts_per_leaf = 1 + below(3);
+    spec.gpus_per_host = 1 + below(3);
+    spec.ports_per_host = 1 + below(spec.gpus_per_host);
+    spec.leaf_oversub = 1 + below(4);
+    spec.rail_optimized = below(3) == 0;
+    spec.nvlink_domain_hosts = below(4) == 0 ? 0 : 2 + below(3);
+    spec.port_gbps = 25;
+    const double nvlink[] = {10, 20, 25, 30, 60, 150, 450};
+    spec.nvlink_gbps = nvlink[below(7)];
+    spec.seed = g();
+    Small s;
+    s.fabric = make_fat_tree(spec);
+    s.node = make_node(spec.gpus_per_host, spec.ports_per_host, spec.nvlink_gbps, spec.port_gbps);
+    std::vector<std::string> names;
+    for (const auto& h : s.fabric.hosts) names.push_back(h.name);
+    std::sort(names.begin(), names.end());
+    const int max_world = 7 + below(2);
+    int world = 0;
+    for (const auto& name : names) {
+      int k = below(3) == 0 ? spec.gpus_per_host : below(spec.gpus_per_host + 1);
+      k = std::min(k, max_world - world);
+      if (k <= 0) continue;
+      s.request.hosts.push_back(name);
+      s.request.tasks_per_host.push_back(k);
+      world += k;
+    }
+    if (world < 2) continue;
+    std::string layout;
+    int rest = world;
+    for (const char* dim : {"tp", "cp", "ep", "pp"}) {
+      std::vector<int> divisors;
+      for (int x = 2; x <= rest; ++x) {
+        if (rest % x == 0) divisors.push_back(x);
+      }
+      if (divisors.empty() || below(2) == 0) continue;
+      const int x = divisors[static_cast<std::size_t>(below(static_cast<int>(divisors.size())))];
+      layout += std::string(dim) + "=" + std::to_string(x) + ",";
+      rest /= x;
+    }
+    layout += "dp=auto";
+    if (below(3) == 0) {
+      std::vector<std::string> order = {"tp", "cp", "ep", "pp", "dp"};
+      for (std::size_t i = order.size() - 1; i > 0; --i) {
+        std::swap(order[i], order[static_cast<std::size_t>(below(static_cast<int>(i) + 1))]);
+      }
+      layout += ",order=" + order[0];
+      for (std::size_t i = 1; i < order.size(); ++i) layout += "-" + order[i];
+    }
+    s.request.layout = parse_layout(layout);
+    s.nodes.assign(s.request.hosts.size(), &s.node);
+    Instance in = make_instance(s.fabric, s.nodes, s.request);
+    const double best = brute_force(in);
+    const double lb = lower_bound(in.machine, in.traffic);
+    ASSERT_LE(lb, best * (1 + 1e-12))
+        << "seed " << seed << ": " << layout << " on " << world << " GPUs, domains of "
+        << spec.nvlink_domain_hosts << " hosts, NVLink " << spec.nvlink_gbps << " GB/s";
+    ++checked;
+    if (std::any_of(in.machine.domain_of_host.begin(), in.machine.domain_of_host.end(),
+                    [](int d) { return d >= 0; })) {
+      ++with_domains;
+    }
+  }
+  EXPECT_GE(with_domains, 60);  // the draw must exercise islands, not just hosts
+}
+
+// The island argument on a case worked by hand. Hosts of 2 GPUs: h0 and h1 form an NVLink
+// domain, h2 is a domain of its own; tp=2, dp=3 (6 ranks). The host argument treats every
+// off-host flow as possibly NVLink-fast; h2 gets, for each dp ring, only a crossing bound of
+// V_dp / (2 ports): bound V_tp/nv + V_dp/(2 port). On islands: h2's two ranks either form a tp
+// pair (then each dp ring has one member alone on h2, whose hop out of the island is V_dp
+// through one port) or not (then a tp pair is split over islands: V_tp through one port), so
+// the bound is V_tp/nv + V_dp/port: V_dp/(2 port) tighter.
+TEST(CostTest, IslandBoundTighterThanHostBoundOnNvlinkDomains) {
+  Small s = small(nvl(tiny(3, 3, 2, 1), 2), {2, 2, 2}, "tp=2,dp=3");
+  Instance in = make_instance(s.fabric, s.nodes, s.request);
+  const Machine& m = in.machine;
+  ASSERT_EQ(m.domain_of_host.size(), 3u);
+  ASSERT_GE(m.domain_of_host[0], 0);
+  ASSERT_EQ(m.domain_of_host[0], m.domain_of_host[1]);
+  ASSERT_NE(m.domain_of_host[2], m.domain_of_host[0]);
+  const double nv = *std::max_element(m.slot_nvlink_gbps.begin(), m.slot_nvlink_gbps.end()) * 1e9;
+  const double port = *std::max_element(m.port_gbps.begin(), m.port_gbps.end()) * 1e9;
+  ASSERT_DOUBLE_EQ(nv, 150e9);
+  ASSERT_DOUBLE_EQ(port, 25e9);
+  double v_tp = 0, v_dp = 0, latency = 0;
+  double lat_min = m.nvlink_latency_us;
+  for (double l : m.reach_latency_us) lat_min = std::min(lat_min, l);
+  for (const auto& d : in.traffic.dims) {
+    if (d.size <= 1) continue;
+    const double v = 2.0 * (d.size - 1) / d.size * d.bytes;  // a ring member's bytes
+    (d.name == "tp" ? v_tp : v_dp) = v;
+    latency += d.calls * 2.0 * (d.size - 1) * lat_min * 1e-6;
+  }
+  ASSERT_GT(v_tp, 0);
+  ASSERT_GT(v_dp, 0);
+  const double host_bound = v_tp / nv + v_dp / (2 * port) + latency;
+  const double island_bound = v_tp / nv + v_dp / port + latency;
+  const double lb = lower_bound(m, in.traffic);
+  EXPECT_NEAR(lb, island_bound, island_bound * 1e-9);
+  EXPECT_GT(lb, host_bound * (1 + 1e-6));
+  EXPECT_LE(lb, brute_force(in) * (1 + 1e-12));
+}
 
 }  // namespace
 }  // namespace topoaware::mapper
