@@ -9,55 +9,23 @@
 #include <sstream>
 
 #include "node_facts.h"
+#include "routing.h"
 
 namespace topoaware::mapper {
 namespace {
 
-constexpr double kGB = 1e9;
+using internal::kGB;
+
 constexpr double kPlainNvlinkGbps = 300;  // a node given without a model
 constexpr double kPlainPortGbps = 25;     // a host the fabric lists without ports (200 Gb/s)
-
-// Resource indexes: [nv_out slots][nv_in slots][nic_out ports][nic_in ports][per level: up, down]
-struct Layout_ {
-  std::size_t nv_out = 0, nv_in = 0, nic_out = 0, nic_in = 0;
-  std::vector<std::size_t> up, down;  // per level
-  std::size_t total = 0;
-};
-
-Layout_ resource_layout(const Machine& m) {
-  Layout_ r;
-  std::size_t s = m.slots.size(), p = m.port_gbps.size();
-  r.nv_out = 0;
-  r.nv_in = s;
-  r.nic_out = 2 * s;
-  r.nic_in = 2 * s + p;
-  std::size_t at = 2 * s + 2 * p;
-  for (const auto& l : m.levels) {
-    r.up.push_back(at);
-    r.down.push_back(at + l.uplink_gbps.size());
-    at += 2 * l.uplink_gbps.size();
-  }
-  r.total = at;
-  return r;
-}
 
 // Routes flows and keeps per-resource loads for the dim being evaluated.
 class Router {
  public:
-  Router(const Machine& m, bool detail) : m_(m), res_(resource_layout(m)), detail_(detail) {
+  Router(const Machine& m, bool detail)
+      : m_(m), res_(internal::resource_index(m)), detail_(detail) {
     load_.assign(res_.total, 0.0);
-    cap_.assign(res_.total, 0.0);
-    for (std::size_t s = 0; s < m.slots.size(); ++s) {
-      cap_[res_.nv_out + s] = cap_[res_.nv_in + s] = m.slot_nvlink_gbps[s] * kGB;
-    }
-    for (std::size_t p = 0; p < m.port_gbps.size(); ++p) {
-      cap_[res_.nic_out + p] = cap_[res_.nic_in + p] = m.port_gbps[p] * kGB;
-    }
-    for (std::size_t l = 0; l < m.levels.size(); ++l) {
-      for (std::size_t g = 0; g < m.levels[l].uplink_gbps.size(); ++g) {
-        cap_[res_.up[l] + g] = cap_[res_.down[l] + g] = m.levels[l].uplink_gbps[g] * kGB;
-      }
-    }
+    cap_ = internal::resource_capacity(m, res_);
     if (detail_) {
       total_.assign(res_.total, 0.0);
       peak_.assign(res_.total, 0.0);
@@ -65,47 +33,17 @@ class Router {
     }
   }
 
-  // One flow of `bytes` from slot a to slot b. Returns the level it reached: 0 inside a host or
-  // NVLink domain, 1 between hosts under one switch group, 2 + l when it crossed level l.
-  int flow(std::uint32_t a, std::uint32_t b, double bytes) {
-    if (a == b || bytes <= 0) return 0;
-    const Slot& sa = m_.slots[a];
-    const Slot& sb = m_.slots[b];
-    if (sa.host == sb.host || (m_.domain_of_host[sa.host] >= 0 &&
-                               m_.domain_of_host[sa.host] == m_.domain_of_host[sb.host])) {
-      load_[res_.nv_out + a] += bytes;
-      load_[res_.nv_in + b] += bytes;
-      if (detail_) tier_bytes_[0] += bytes;
-      return 0;
-    }
-    int out_port = sa.port;
-    if (m_.rail_optimized) {
-      // PXN: NCCL sends over the local NIC of the peer's rail, after an NVLink hop.
-      out_port = std::min<int>(sb.port, static_cast<int>(m_.port_count[sa.host]) - 1);
-      if (out_port != sa.port) load_[res_.nv_out + a] += bytes;
-    }
-    load_[res_.nic_out + m_.port_base[sa.host] + out_port] += bytes;
-    load_[res_.nic_in + m_.port_base[sb.host] + sb.port] += bytes;
-    if (detail_) tier_bytes_[1] += bytes;
-    int reached = 1;
-    for (std::size_t l = 0; l < m_.levels.size(); ++l) {
-      std::uint32_t ga = m_.levels[l].group_of_host[sa.host];
-      std::uint32_t gb = m_.levels[l].group_of_host[sb.host];
-      if (ga == gb) break;
-      load_[res_.up[l] + ga] += bytes;
-      load_[res_.down[l] + gb] += bytes;
-      crossing_ += bytes * static_cast<double>(l + 1);
-      if (detail_) tier_bytes_[2 + l] += bytes;
-      reached = static_cast<int>(2 + l);
-    }
-    return reached;
+  // routing.h's sink: loads per resource, bytes per tier, bytes up the tree.
+  void load(std::size_t r, double bytes) { load_[r] += bytes; }
+  void tier(int t, double bytes) {
+    if (detail_) tier_bytes_[static_cast<std::size_t>(t)] += bytes;
   }
+  void crossed(std::size_t l, double bytes) { crossing_ += bytes * static_cast<double>(l + 1); }
 
-  double latency_us(int reached) const {
-    const auto& v = m_.reach_latency_us;
-    if (v.empty()) return reached == 0 ? m_.nvlink_latency_us : 2.0;
-    return v[std::min<std::size_t>(static_cast<std::size_t>(reached), v.size() - 1)];
+  int flow(std::uint32_t a, std::uint32_t b, double bytes) {
+    return internal::route_flow(m_, res_, a, b, bytes, *this);
   }
+  const internal::ResourceIndex& resources() const { return res_; }
 
   // Ends a dim: returns max load / bandwidth (seconds) and clears the loads.
   double finish_dim(std::size_t* worst) {
@@ -191,38 +129,10 @@ class Router {
 
  private:
   const Machine& m_;
-  Layout_ res_;
+  internal::ResourceIndex res_;
   bool detail_;
   std::vector<double> load_, cap_, total_, peak_, tier_bytes_;
   double crossing_ = 0;
-};
-
-// Scratch space for grouping a collective's members by host in first-rank order.
-struct HostGroups {
-  std::vector<std::uint32_t> stamp, pos;
-  std::uint32_t gen = 0;
-  std::vector<std::uint32_t> order;                 // hosts by first appearance
-  std::vector<std::vector<std::uint32_t>> members;  // per position: slots in rank order
-
-  void reset(std::size_t hosts) {
-    if (stamp.size() != hosts) {
-      stamp.assign(hosts, 0);
-      pos.assign(hosts, 0);
-      gen = 0;
-    }
-    ++gen;
-    order.clear();
-  }
-  void add(std::uint32_t host, std::uint32_t slot) {
-    if (stamp[host] != gen) {
-      stamp[host] = gen;
-      pos[host] = static_cast<std::uint32_t>(order.size());
-      order.push_back(host);
-      if (members.size() < order.size()) members.emplace_back();
-      members[order.size() - 1].clear();
-    }
-    members[pos[host]].push_back(slot);
-  }
 };
 
 struct DimResult {
@@ -233,7 +143,7 @@ struct DimResult {
 };
 
 DimResult route_dim(Router& router, const Machine& m, const DimTraffic& d,
-                    const std::vector<std::uint32_t>& slot_of_rank, HostGroups& hg,
+                    const std::vector<std::uint32_t>& slot_of_rank, internal::HostGroups& hg,
                     std::vector<std::uint32_t>& members) {
   DimResult r;
   const long long n = d.size;
@@ -241,60 +151,17 @@ DimResult route_dim(Router& router, const Machine& m, const DimTraffic& d,
   const long long world = static_cast<long long>(slot_of_rank.size());
   const long long block = d.stride * n;
   int reached_max = 0;
-  members.resize(n);
+  members.resize(static_cast<std::size_t>(n));
   for (long long outer = 0; outer < world; outer += block) {
     for (long long inner = 0; inner < d.stride; ++inner) {
-      long long base = outer + inner;
-      for (long long i = 0; i < n; ++i) members[i] = slot_of_rank[base + i * d.stride];
-      int reached = 0;
-      if (d.pattern == Pattern::kPipeline) {
-        for (long long i = 0; i + 1 < n; ++i) {
-          reached = std::max(reached, router.flow(members[i], members[i + 1], d.bytes));
-          router.flow(members[i + 1], members[i], d.bytes);
-        }
-      } else {
-        hg.reset(m.hosts.size());
-        for (long long i = 0; i < n; ++i) hg.add(m.slots[members[i]].host, members[i]);
-        const std::size_t hosts = hg.order.size();
-        if (d.pattern == Pattern::kRing) {
-          const double v = 2.0 * static_cast<double>(n - 1) / static_cast<double>(n) * d.bytes;
-          if (hosts == 1) {
-            for (long long i = 0; i < n; ++i) router.flow(members[i], members[(i + 1) % n], v);
-          } else {
-            for (std::size_t h = 0; h < hosts; ++h) {
-              const auto& here = hg.members[h];
-              const auto& next = hg.members[(h + 1) % hosts];
-              const std::size_t k = here.size();
-              if (k >= 2) {
-                double intra = v * static_cast<double>(k - 1) / static_cast<double>(k);
-                for (std::size_t j = 0; j < k; ++j) router.flow(here[j], here[(j + 1) % k], intra);
-              }
-              for (std::size_t j = 0; j < k; ++j) {
-                reached = std::max(reached, router.flow(here[j], next[j % next.size()],
-                                                        v / static_cast<double>(k)));
-              }
-            }
-          }
-        } else {  // all-to-all: every ordered pair, bytes/n each
-          const double each = d.bytes / static_cast<double>(n);
-          for (long long i = 0; i < n; ++i) {
-            for (long long j = 0; j < n; ++j) {
-              if (i != j) reached = std::max(reached, router.flow(members[i], members[j], each));
-            }
-          }
-          (void)hosts;
-        }
+      const long long base = outer + inner;
+      for (long long i = 0; i < n; ++i) {
+        members[static_cast<std::size_t>(i)] =
+            slot_of_rank[static_cast<std::size_t>(base + i * d.stride)];
       }
-      // Pipelines and a2a inside one host report 0 already; rings may have reached 0 too.
-      if (reached == 0) {
-        for (long long i = 1; i < n && reached == 0; ++i) {
-          if (m.slots[members[i]].host != m.slots[members[0]].host) reached = 1;
-        }
-        if (reached == 1) {
-          // Only NVLink-domain neighbours: still "inside" the NVLink tier.
-          reached = 0;
-        }
-      }
+      // 0: inside a host or NVLink domain, 1: under one switch group, more: across levels.
+      const int reached =
+          internal::route_group(m, router.resources(), d, members.data(), hg, router);
       if (reached == 0)
         ++r.in_host;
       else if (reached == 1)
@@ -306,7 +173,7 @@ DimResult route_dim(Router& router, const Machine& m, const DimTraffic& d,
   }
   r.bw_seconds = router.finish_dim(&r.worst);
   double steps = d.pattern == Pattern::kRing ? 2.0 * static_cast<double>(n - 1) : 1.0;
-  r.seconds = r.bw_seconds + d.calls * steps * router.latency_us(reached_max) * 1e-6;
+  r.seconds = r.bw_seconds + d.calls * steps * internal::reach_latency_us(m, reached_max) * 1e-6;
   return r;
 }
 
@@ -321,7 +188,7 @@ CostReport evaluate_impl(const Machine& m, const Traffic& t,
     if (s >= m.slots.size()) throw Error("cost model: rank placed on a slot that does not exist");
   }
   Router router(m, detail);
-  HostGroups hg;
+  internal::HostGroups hg;
   std::vector<std::uint32_t> members;
   CostReport report;
   double worst_t = -1;
