@@ -9,6 +9,7 @@
 #include <cmath>
 #include <map>
 #include <numeric>
+#include <optional>
 
 #include "node_facts.h"
 #include "splitmix.h"
@@ -100,6 +101,105 @@ std::vector<std::size_t> pack(const std::vector<long long>& count, long long uni
 constexpr double kMovesPerMs = 1;
 constexpr long long kRefineWork = 40'000'000;
 
+// Cutting slot counts into units of `unit` slots where no host holds a unit whole (tensor
+// parallelism over hosts lending 3, 5, 7 GPUs). A one-GPU piece of a ring sends its whole hop
+// through one NIC and bounds the dim, so what matters is the smallest piece of any unit.
+struct PieceCut {
+  std::vector<std::pair<std::size_t, long long>> pieces;  // (item, slots), units in order
+  long long smallest = 0;                                 // smallest piece of a split unit
+  long long left = 0;                                     // slots left over at the end
+};
+
+// Every item's whole units first, then `bins` units of the leftovers with no piece under `p`
+// (greedy: the largest leftover opens a unit, split if it leaves no room for a piece >= p; then
+// an exact fit, else a split leaving both parts >= p, else the largest whole piece leaving room
+// for another), then what is left.
+// Empty when the greedy cannot.
+std::optional<PieceCut> cut_units(const std::vector<long long>& count, long long unit, long long p,
+                                  long long bins) {
+  struct Left {
+    std::size_t idx;
+    long long n;
+  };
+  PieceCut cut;
+  cut.smallest = unit;
+  std::vector<Left> r;
+  for (std::size_t i = 0; i < count.size(); ++i) {
+    for (long long k = 0; k < count[i] / unit; ++k) cut.pieces.emplace_back(i, unit);
+    if (count[i] % unit) r.push_back({i, count[i] % unit});
+  }
+  auto by_size = [](const Left& x, const Left& y) { return x.n > y.n; };
+  std::stable_sort(r.begin(), r.end(), by_size);
+  for (long long b = 0; b < bins; ++b) {
+    auto first = std::find_if(r.begin(), r.end(), [](const Left& x) { return x.n > 0; });
+    if (first == r.end() || first->n < p) return std::nullopt;
+    // A leftover too large to leave room for a piece >= p gives up a piece >= p itself.
+    const long long open = first->n <= unit - p ? first->n : std::min(first->n - p, unit - p);
+    if (open < p) return std::nullopt;
+    cut.pieces.emplace_back(first->idx, open);
+    cut.smallest = std::min(cut.smallest, open);
+    long long need = unit - open;
+    first->n -= open;
+    while (need > 0) {
+      Left* pick = nullptr;
+      long long take = 0;
+      for (auto& x : r) {
+        if (x.n == need) {
+          pick = &x;
+          take = need;
+          break;
+        }
+      }
+      if (!pick && need >= p) {
+        for (auto& x : r) {
+          if (x.n >= need + p && (!pick || x.n < pick->n)) pick = &x;
+        }
+        if (pick) take = need;
+      }
+      if (!pick) {
+        for (auto& x : r) {
+          if (x.n >= p && x.n <= need - p) {
+            pick = &x;
+            take = x.n;
+            break;  // sorted by size: the largest
+          }
+        }
+      }
+      if (!pick) return std::nullopt;
+      cut.pieces.emplace_back(pick->idx, take);
+      cut.smallest = std::min(cut.smallest, take);
+      pick->n -= take;
+      need -= take;
+    }
+    std::stable_sort(r.begin(), r.end(), by_size);
+  }
+  for (const auto& x : r) {
+    if (x.n > 0) cut.pieces.emplace_back(x.idx, x.n);
+    cut.left += x.n;
+  }
+  return cut;
+}
+
+// `complete` (the top of the tree): every unit the counts hold, with the largest smallest piece
+// the greedy finds. Else (inside a switch group): as many units as can be cut with no piece
+// under `floor`, leaving the rest to combine one level up.
+PieceCut cut_pieces(const std::vector<long long>& count, long long unit, long long floor,
+                    bool complete) {
+  long long total = 0;
+  for (long long c : count) total += c % unit;
+  const long long bins = total / unit;
+  if (!complete) {
+    for (long long b = bins; b > 0; --b) {
+      if (auto c = cut_units(count, unit, floor, b)) return *c;
+    }
+    return *cut_units(count, unit, 1, 0);
+  }
+  for (long long p = unit / 2; p > 1; --p) {
+    if (auto c = cut_units(count, unit, p, bins)) return *c;
+  }
+  return *cut_units(count, unit, 1, bins);  // p = 1 always fits
+}
+
 class Mapper {
  public:
   Mapper(const Instance& inst, const Request& req) : in_(inst), req_(req) {
@@ -186,10 +286,18 @@ class Mapper {
       starts.emplace_back(c, std::move(a));
     };
     consider(block_by_name());
-    for (const auto& order : orders) {
-      for (Packing packing : {Packing::kAligned, Packing::kRuns, Packing::kNone}) {
+    // Hosts lending fewer slots than a unit of the innermost dim: pieces, for the two orders
+    // that put the heaviest dims innermost (the layout's and by weight).
+    bool partial = false;
+    if (!heavy.empty()) {
+      const auto u = static_cast<std::size_t>(t.dims[heavy[0]].size);
+      for (const auto& sl : slots_of_host_) partial |= sl.size() % u != 0;
+    }
+    for (std::size_t o = 0; o < orders.size(); ++o) {
+      for (Packing packing : {Packing::kPieces, Packing::kAligned, Packing::kRuns, Packing::kNone}) {
         if (evals_left <= 0) break;
-        consider(fill(slot_sequence(order, packing), order));
+        if (packing == Packing::kPieces && (!partial || o >= 2)) continue;
+        consider(fill(slot_sequence(orders[o], packing), orders[o]));
       }
     }
     std::stable_sort(starts.begin(), starts.end(),
@@ -232,6 +340,7 @@ class Mapper {
     kNone,     // hosts by name inside each group, groups by name
     kRuns,     // children reordered so partial ones complete each other (5 + 3 = 8)
     kAligned,  // every child's whole units first, then the children's leftovers packed
+    kPieces,   // as kAligned, and hosts split into pieces so no unit has a tiny piece
   };
 
   // Slots in locality order: hosts grouped by the outermost level first, then inner levels,
@@ -253,23 +362,44 @@ class Mapper {
       }
       return u;
     };
+    piece_unit_ = 1;
+    for (long long x : prefix) {
+      if (x > 1) {
+        piece_unit_ = x;
+        break;
+      }
+    }
+    if (packing == Packing::kPieces && piece_unit_ > 1) {
+      // The smallest piece the whole step allows, ignoring locality: no level cuts finer.
+      std::vector<long long> n;
+      for (const auto& sl : slots_of_host_) n.push_back(static_cast<long long>(sl.size()));
+      piece_floor_ = n.size() <= 1024 ? cut_pieces(n, piece_unit_, 1, true).smallest : 1;
+    }
     std::vector<std::uint32_t> hosts(m.hosts.size());
     std::iota(hosts.begin(), hosts.end(), 0);
-    return order_group(hosts, static_cast<int>(m.levels.size()) - 1, packing, unit_for);
+    std::size_t tail = 0;
+    return order_group(hosts, static_cast<int>(m.levels.size()) - 1, packing, unit_for, &tail);
   }
 
+  // `tail` (kPieces): how many slots at the end of the result were left over for the level above.
   template <class UnitFor>
   std::vector<std::uint32_t> order_group(const std::vector<std::uint32_t>& hosts, int level,
-                                         Packing packing, const UnitFor& unit_for) {
+                                         Packing packing, const UnitFor& unit_for,
+                                         std::size_t* tail) {
+    *tail = 0;
     // Children: level groups (dense ids follow name order), or the hosts of an innermost group.
     std::vector<std::vector<std::uint32_t>> children;
+    std::vector<std::size_t> child_tail;  // kPieces: each child's leftover slots
     if (level < 0) {
       for (auto h : hosts) children.push_back(slots_of_host_[h]);
     } else {
       const NetLevel& l = in_.machine.levels[static_cast<std::size_t>(level)];
       std::map<std::uint32_t, std::vector<std::uint32_t>> groups;
       for (auto h : hosts) groups[l.group_of_host[h]].push_back(h);
-      for (auto& [g, hs] : groups) children.push_back(order_group(hs, level - 1, packing, unit_for));
+      for (auto& [g, hs] : groups) {
+        child_tail.push_back(0);
+        children.push_back(order_group(hs, level - 1, packing, unit_for, &child_tail.back()));
+      }
     }
     std::vector<long long> count;
     long long cap = 0;
@@ -279,6 +409,45 @@ class Mapper {
     }
     const long long unit = unit_for(cap);
     std::vector<std::uint32_t> out;
+    if (packing == Packing::kPieces && piece_unit_ > 1) {
+      // Hosts (innermost) or what the children's own pieces left over (their tails, split by
+      // host): cut into units whose smallest piece is as large as possible.
+      const long long u = piece_unit_;
+      std::vector<std::vector<std::uint32_t>> items;
+      for (std::size_t i = 0; i < children.size(); ++i) {
+        const auto& c = children[i];
+        if (level < 0) {
+          items.push_back(c);
+          continue;
+        }
+        const auto whole = static_cast<long long>(c.size() - child_tail[i]);
+        out.insert(out.end(), c.begin(), c.begin() + whole);
+        for (auto it = c.begin() + whole; it != c.end();) {
+          auto run = it;
+          const auto host = in_.machine.slots[*it].host;
+          while (run != c.end() && in_.machine.slots[*run].host == host) ++run;
+          items.emplace_back(it, run);
+          it = run;
+        }
+      }
+      if (items.size() > 512) {  // keep it near-linear: runs of whole items instead
+        for (const auto& it : items) out.insert(out.end(), it.begin(), it.end());
+        return out;  // nothing left over: the level above takes it as cut
+      }
+      std::vector<long long> n;
+      for (const auto& it : items) n.push_back(static_cast<long long>(it.size()));
+      std::vector<std::size_t> used(items.size(), 0);
+      const bool top = level == static_cast<int>(in_.machine.levels.size()) - 1;
+      const PieceCut cut = cut_pieces(n, u, piece_floor_, top);
+      for (const auto& [i, k] : cut.pieces) {
+        const auto& it = items[i];
+        out.insert(out.end(), it.begin() + static_cast<long long>(used[i]),
+                   it.begin() + static_cast<long long>(used[i]) + k);
+        used[i] += static_cast<std::size_t>(k);
+      }
+      *tail = static_cast<std::size_t>(cut.left);
+      return out;
+    }
     if (packing == Packing::kAligned && unit > 1) {
       // Whole units of every child, in name order, then the leftovers (count mod unit, the
       // tail of each child's own sequence) in runs that complete units.
@@ -468,6 +637,8 @@ class Mapper {
   const Instance& in_;
   const Request& req_;
   std::vector<std::uint32_t> rank_on_slot_;  // during host refinement
+  long long piece_unit_ = 1;                  // during slot_sequence: the innermost unit > 1
+  long long piece_floor_ = 1;                 // and the smallest piece a cut may leave
   double good_enough_ = 0;
   std::vector<std::vector<std::uint32_t>> slots_of_host_;
 };

@@ -122,6 +122,33 @@ TEST(PlanTest, FragmentedAllocationsNeverLoseToBlockAndStayNearTheBound) {
   }
 }
 
+// Hosts lending 7, 5, 4, 6, 2 and 8 GPUs to a TP8 job: Slurm's order cuts tensor-parallel groups
+// 7+1 and 4+2+2, and a one-GPU piece sends its whole ring hop through one NIC. Every group can be
+// cut with no piece under 2 (7 = 5+2, 5+3, 4+4, 6+2, 8): topo must find such a cut.
+TEST(PlanTest, PartialHostsAreCutWithoutSingleGpuPieces) {
+  Cluster c = cluster(false, 2);
+  Request r;
+  const std::vector<int> free = {7, 5, 4, 6, 2, 8};
+  for (std::size_t i = 0; i < free.size(); ++i) {
+    r.hosts.push_back(c.fabric.hosts[i * 9].name);  // spread over leaves of 8
+    r.tasks_per_host.push_back(free[i]);
+  }
+  r.layout = parse_layout("tp=8,dp=auto");
+  RankPlan p = plan(c.fabric, same_node(c, r.hosts.size()), r);
+  auto smallest_piece = [](const RankPlan& plan, bool block) {
+    std::map<std::pair<int, std::uint32_t>, int> per;  // (tp group, host) -> members
+    for (const auto& t : plan.tasks) ++per[{(block ? t.task : t.rank) / 8, t.host}];
+    int least = 8;
+    for (const auto& [k, n] : per) least = std::min(least, n);
+    return least;
+  };
+  EXPECT_EQ(smallest_piece(p, true), 1) << "Slurm's order leaves a one-GPU piece";
+  EXPECT_GE(smallest_piece(p, false), 2);
+  EXPECT_LT(p.cost.seconds, 0.75 * p.block_cost.seconds)
+      << "topo " << p.cost.seconds << " s, block " << p.block_cost.seconds << " s";
+  EXPECT_LE(p.lower_bound, p.cost.seconds * (1 + 1e-12));
+}
+
 TEST(PlanTest, BoundGpusOnlyPermuteRanks) {
   Cluster c = cluster(false);
   Allocation a = whole_hosts(c.fabric, 4, 4);
