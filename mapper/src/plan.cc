@@ -278,11 +278,11 @@ class Mapper {
     // Candidates in a fixed order; kept sorted by score (stable) for multi-start refinement.
     std::vector<std::pair<Score, Assignment>> starts;
     auto consider = [&](Assignment a) {
+      for (const auto& [sc, x] : starts) {
+        if (x == a) return;  // orders that lay ranks alike: scored once
+      }
       Score c = score(m, t, a);
       --evals_left;
-      for (const auto& [sc, x] : starts) {
-        if (x == a) return;
-      }
       starts.emplace_back(c, std::move(a));
     };
     consider(block_by_name());
