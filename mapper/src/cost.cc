@@ -500,6 +500,263 @@ double pipe_stage(int neighbours, long long k, bool domains, double S, double nv
   return best;
 }
 
+// ---- The joint crossing bound (docs/mapper.md, "Lower bound", "Joint crossing") ----
+
+// The dims with more than one member, innermost first, when they tile the ranks as a mixed radix
+// (stride of each = product of the sizes inside it, product = world); empty otherwise.
+std::vector<std::size_t> radix_dims(const Traffic& t) {
+  std::vector<std::size_t> idx;
+  for (std::size_t d = 0; d < t.dims.size(); ++d) {
+    if (t.dims[d].size > 1) idx.push_back(d);
+  }
+  std::sort(idx.begin(), idx.end(),
+            [&](std::size_t a, std::size_t b) { return t.dims[a].stride < t.dims[b].stride; });
+  long long expect = 1;
+  for (std::size_t d : idx) {
+    if (t.dims[d].stride != expect) return {};
+    expect *= t.dims[d].size;
+  }
+  if (expect != t.world) return {};
+  return idx;
+}
+
+// Places of one tier whose exits the crossing bound counts: their slot counts and the capacity
+// every flow leaving them loads (the NIC ports of an island, a level group's uplink).
+struct CrossTier {
+  std::vector<long long> slots;
+  std::vector<double> cap;
+  double total_cap = 0;
+};
+
+// Islands, then each network level with its groups merged where an NVLink domain spans them (a
+// flow between hosts of one domain uses NVLink and loads no uplink). A level whose groups do not
+// nest inside the next level's is left out, and so are the levels above it: the routing stops
+// climbing at the first level where both hosts share a group.
+std::vector<CrossTier> cross_tiers(const Machine& m, const std::vector<long long>& host_slots) {
+  std::vector<CrossTier> tiers;
+  std::vector<double> host_ports(m.hosts.size(), 0);
+  for (std::size_t h = 0; h < m.hosts.size(); ++h) {
+    for (std::uint32_t p = 0; p < m.port_count[h]; ++p) {
+      host_ports[h] += m.port_gbps[m.port_base[h] + p] * kGB;
+    }
+  }
+  auto add_tier = [&](const std::vector<std::size_t>& bin_of_host, std::size_t bins,
+                      const std::vector<double>& bin_cap) {
+    CrossTier tier;
+    std::vector<long long> slots(bins, 0);
+    for (std::size_t h = 0; h < m.hosts.size(); ++h) slots[bin_of_host[h]] += host_slots[h];
+    for (std::size_t b = 0; b < bins; ++b) {
+      if (slots[b] == 0) continue;
+      tier.slots.push_back(slots[b]);
+      tier.cap.push_back(bin_cap[b]);
+      tier.total_cap += bin_cap[b];
+    }
+    tiers.push_back(std::move(tier));
+  };
+  // Union-find over the bins of a tier: hosts of one NVLink domain share a bin.
+  auto merge_domains = [&](std::vector<std::size_t> key, std::size_t keys,
+                           const std::vector<double>& key_cap) {
+    std::vector<std::size_t> parent(keys);
+    std::iota(parent.begin(), parent.end(), 0);
+    auto root = [&](std::size_t x) {
+      while (parent[x] != x) x = parent[x] = parent[parent[x]];
+      return x;
+    };
+    std::map<int, std::size_t> domain_key;
+    for (std::size_t h = 0; h < m.hosts.size(); ++h) {
+      if (m.domain_of_host[h] < 0) continue;
+      auto [it, fresh] = domain_key.emplace(m.domain_of_host[h], key[h]);
+      if (!fresh) parent[root(key[h])] = root(it->second);
+    }
+    std::vector<std::size_t> dense(keys, keys);
+    std::vector<double> cap;
+    std::size_t bins = 0;
+    for (std::size_t k = 0; k < keys; ++k) {
+      std::size_t r = root(k);
+      if (dense[r] == keys) {
+        dense[r] = bins++;
+        cap.push_back(0);
+      }
+      // Only groups holding a host of the step exist in the machine, so each one's uplink counts.
+      cap[dense[r]] += key_cap[k];
+    }
+    for (auto& k : key) k = dense[root(k)];
+    add_tier(key, bins, cap);
+  };
+  std::vector<std::size_t> by_host(m.hosts.size());
+  std::iota(by_host.begin(), by_host.end(), 0);
+  merge_domains(by_host, m.hosts.size(), host_ports);
+  for (std::size_t l = 0; l < m.levels.size(); ++l) {
+    const NetLevel& nl = m.levels[l];
+    if (l > 0) {
+      // Nesting: hosts sharing a level l-1 group share their level l group.
+      std::vector<long long> up(m.levels[l - 1].uplink_gbps.size(), -1);
+      for (std::size_t h = 0; h < m.hosts.size(); ++h) {
+        auto& u = up[m.levels[l - 1].group_of_host[h]];
+        if (u >= 0 && u != nl.group_of_host[h]) return tiers;
+        u = nl.group_of_host[h];
+      }
+    }
+    std::vector<double> cap(nl.uplink_gbps.size());
+    for (std::size_t g = 0; g < cap.size(); ++g) cap[g] = nl.uplink_gbps[g] * kGB;
+    merge_domains(std::vector<std::size_t>(nl.group_of_host.begin(), nl.group_of_host.end()),
+                  nl.uplink_gbps.size(), cap);
+  }
+  return tiers;
+}
+
+// H[c] for c = 0..cmax: at most the least sum_d w_d p_d(A) over sets A of c ranks, p_d(A) the
+// number of d-groups that A meets but does not hold whole. Peeling the outermost dim D off the
+// rank space splits A into n_D slices A_i (one per coordinate of D): inner dims' p add up over
+// slices, and p_D = |union A_i| - |intersection A_i| >= max |A_i| - min |A_i|. With the slice
+// sizes in [x1, x2], sum_i H_inner(|A_i|) is at least n_D times the convex hull of H_inner over
+// [x1, x2] at the mean c/n_D, which is a mix of two points. `n` and `w` innermost first.
+std::vector<double> least_cut(const std::vector<long long>& n, const std::vector<double>& w,
+                              long long cmax) {
+  std::vector<double> h = {0.0, 0.0};  // the empty space's one point: 0 or 1 rank
+  long long space = 1;
+  for (std::size_t k = 0; k < n.size(); ++k) {
+    const long long nk = n[k];
+    const double nd = static_cast<double>(nk);
+    const long long inner = static_cast<long long>(h.size()) - 1;  // largest slice size
+    space = std::min(cmax, space * nk);
+    std::vector<double> next(static_cast<std::size_t>(space + 1));
+    for (long long c = 0; c <= space; ++c) {
+      const double mu = static_cast<double>(c) / nd;
+      double best = std::numeric_limits<double>::infinity();
+      if (c % nk == 0) best = nd * h[static_cast<std::size_t>(c / nk)];
+      const long long lo = c / nk, top = std::min(inner, c);
+      for (long long x1 = 0; x1 <= lo; ++x1) {
+        const double h1 = h[static_cast<std::size_t>(x1)];
+        for (long long x2 = std::max(lo + 1, x1 + 1); x2 <= top; ++x2) {
+          const double spread = w[k] * static_cast<double>(x2 - x1);
+          if (spread >= best) break;  // only grows with x2; the hull term is never negative
+          const double h2 = h[static_cast<std::size_t>(x2)];
+          const double v = nd * (h1 * (static_cast<double>(x2) - mu) +
+                                 h2 * (mu - static_cast<double>(x1))) /
+                               static_cast<double>(x2 - x1) +
+                           spread;
+          best = std::min(best, v);
+        }
+      }
+      next[static_cast<std::size_t>(c)] = best;
+    }
+    h = std::move(next);
+  }
+  return h;
+}
+
+// Largest place the crossing bound takes (least_cut costs about cmax^3 / n per dim).
+constexpr long long kCutSlots = 256;
+
+// The joint crossing bound. For any theta in [0,1]^D, sum_d T_d = sum_d theta_d T_d +
+// sum_d (1 - theta_d) T_d: the first part is at least the walk bound over the floors scaled by
+// theta, the second at least the crossing bound with each dim's bytes scaled by 1 - theta (each
+// part minimized over placements on its own). Every theta gives a true bound; a coordinate
+// search picks a good one. `f`, `fi`: the walk's host and island floors.
+double joint_crossing_bound(const Machine& m, const Traffic& t,
+                            const std::vector<std::vector<double>>& f,
+                            const std::vector<std::vector<double>>& fi,
+                            const std::vector<long long>& sizes,
+                            const std::vector<long long>& host_slots,
+                            const std::vector<long long>& island_slots) {
+  if (static_cast<long long>(m.slots.size()) != t.world) return 0;  // every slot holds a rank
+  const std::vector<std::size_t> radix = radix_dims(t);
+  if (radix.empty()) return 0;
+  std::vector<CrossTier> tiers;
+  long long cmax = 0;
+  for (auto& tier : cross_tiers(m, host_slots)) {
+    const long long most = *std::max_element(tier.slots.begin(), tier.slots.end());
+    // A tier of one place, or one without a real uplink limit, is crossed by nothing.
+    if (tier.slots.size() < 2 || most > kCutSlots || tier.total_cap >= 1e17) continue;
+    cmax = std::max(cmax, most);
+    tiers.push_back(std::move(tier));
+  }
+  if (tiers.empty()) return 0;
+  // Bytes a d-group that a place meets but does not hold sends out of the place, at least: a
+  // ring hands the ring to a host off the place at least once (V), an all-to-all member pair
+  // split j | n-j sends j (n-j) S/n >= (n-1) S/n, a pipeline chain crosses the edge once (S).
+  std::vector<long long> n(radix.size());
+  std::vector<double> out(radix.size(), 0.0);
+  std::vector<std::size_t> live;  // indexes into radix
+  for (std::size_t i = 0; i < radix.size(); ++i) {
+    const DimTraffic& dt = t.dims[radix[i]];
+    n[i] = dt.size;
+    const double nd = static_cast<double>(dt.size);
+    if (dt.bytes <= 0) continue;
+    if (dt.pattern == Pattern::kRing) {
+      out[i] = 2.0 * (nd - 1) / nd * dt.bytes;
+    } else if (dt.pattern == Pattern::kAllToAll) {
+      out[i] = (nd - 1) / nd * dt.bytes;
+    } else {
+      out[i] = dt.bytes;
+    }
+    live.push_back(i);
+  }
+  if (live.empty()) return 0;
+  constexpr std::size_t kPlaceSizes = 32;
+  std::vector<std::vector<double>> fs = f, fis = fi;
+  std::vector<double> w(radix.size());
+  auto eval = [&](const std::vector<double>& theta) {  // theta per radix index
+    for (std::size_t i = 0; i < radix.size(); ++i) {
+      const std::size_t d = radix[i];
+      for (std::size_t k = 0; k < f[d].size(); ++k) fs[d][k] = theta[i] * f[d][k];
+      for (std::size_t k = 0; k < fi[d].size(); ++k) fis[d][k] = theta[i] * fi[d][k];
+      w[i] = (1 - theta[i]) * out[i];
+    }
+    const double walk = std::max(least_sum_over(fs, sizes, host_slots, kPlaceSizes),
+                                 least_sum_over(fis, sizes, island_slots, kPlaceSizes));
+    const std::vector<double> h = least_cut(n, w, cmax);
+    double cross = 0;
+    for (const auto& tier : tiers) {
+      double sum = 0;
+      for (std::size_t b = 0; b < tier.slots.size(); ++b) {
+        const double hb = h[static_cast<std::size_t>(tier.slots[b])];
+        sum += hb;
+        cross = std::max(cross, hb / tier.cap[b]);  // time_d >= this place's exit load / cap
+      }
+      cross = std::max(cross, sum / tier.total_cap);  // ... and >= all exit load / all caps
+    }
+    return walk + cross;
+  };
+  // The same theta for every dim first (theta = 1 alone is the walk bound), then each dim's own.
+  std::vector<double> theta(radix.size(), 1.0);
+  double best = eval(theta);
+  double same = 1.0;
+  for (int g = 0; g < 10; ++g) {
+    std::vector<double> u(radix.size(), g * 0.1);
+    const double x = eval(u);
+    if (x > best) {
+      best = x;
+      same = g * 0.1;
+    }
+  }
+  std::fill(theta.begin(), theta.end(), same);
+  for (int pass = 0; pass < 2; ++pass) {
+    for (std::size_t i : live) {
+      const double start = theta[i];
+      double at = start;
+      auto try_value = [&](double v) {
+        theta[i] = std::clamp(v, 0.0, 1.0);
+        const double x = eval(theta);
+        if (x > best) {
+          best = x;
+          at = theta[i];
+        }
+      };
+      for (int g = 0; g <= 10; ++g) {
+        if (g * 0.1 != start) try_value(g * 0.1);
+      }
+      const double coarse = at;
+      for (int g = -4; g <= 4; ++g) {
+        if (g != 0) try_value(coarse + g * 0.025);
+      }
+      theta[i] = at;
+    }
+  }
+  return best;
+}
+
 }  // namespace
 
 double lower_bound(const Machine& m, const Traffic& t) {
@@ -733,6 +990,7 @@ double lower_bound(const Machine& m, const Traffic& t) {
   constexpr std::size_t kPlaceSizes = 32;
   double lb = std::max(least_sum_over(f, sizes, host_slots, kPlaceSizes),
                        least_sum_over(fi, sizes, island_slots, kPlaceSizes));
+  lb = std::max(lb, joint_crossing_bound(m, t, f, fi, sizes, host_slots, island_slots));
 
   if (!t.matrix.empty()) {
     double bytes = 0;

@@ -379,5 +379,168 @@ TEST(CostTest, IslandBoundTighterThanHostBoundOnNvlinkDomains) {
   EXPECT_LE(lb, brute_force(in) * (1 + 1e-12));
 }
 
+// The joint crossing bound: instances where a leaf cannot hold whole groups of two heavy dims at
+// once (oversubscribed leaves, rings, all-to-all and pipelines, three tiers, fragments, NVLink
+// domains straddling leaves). The bound alone against brute force.
+struct JointCase {
+  const char* name;
+  FatTreeSpec spec;
+  std::vector<int> tasks;
+  const char* layout;
+};
+
+class JointBoundTest : public ::testing::TestWithParam<JointCase> {};
+
+TEST_P(JointBoundTest, LowerBoundAtMostOptimum) {
+  const JointCase& c = GetParam();
+  Small s = small(c.spec, c.tasks, c.layout);
+  Instance in = make_instance(s.fabric, s.nodes, s.request);
+  const double best = brute_force(in);
+  const double lb = lower_bound(in.machine, in.traffic);
+  EXPECT_LE(lb, best * (1 + 1e-12)) << c.name;
+  EXPECT_GT(lb, 0) << c.name;
+  std::cout << "  " << c.name << ": optimum " << best << " s, bound " << lb << " s ("
+            << lb / best * 100 << "% of optimum)\n";
+}
+
+FatTreeSpec three_tier(FatTreeSpec s, int leaves_per_pod, double pod_oversub) {
+  s.leaves_per_pod = leaves_per_pod;
+  s.pod_oversub = pod_oversub;
+  return s;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Joint, JointBoundTest,
+    ::testing::Values(
+        JointCase{"cp2 dp2 on 1-GPU hosts, leaves of 2, 4:1", tiny(4, 2, 1, 4), {1, 1, 1, 1},
+                  "cp=2,dp=2"},
+        JointCase{"cp2 dp4 on 1-GPU hosts, leaves of 4, 8:1", tiny(8, 4, 1, 8),
+                  {1, 1, 1, 1, 1, 1, 1, 1}, "cp=2,dp=4"},
+        JointCase{"tp2 cp2 dp2, leaves of 2 hosts, 8:1", tiny(4, 2, 2, 8), {2, 2, 2, 2},
+                  "tp=2,cp=2,dp=2"},
+        JointCase{"ring and all-to-all, leaves of 2, 4:1", tiny(8, 2, 1, 4),
+                  {1, 1, 1, 1, 1, 1, 1, 1}, "cp=2,ep=2,dp=2"},
+        JointCase{"ring and pipeline, 2-GPU hosts, 4:1", tiny(4, 2, 2, 4), {2, 2, 2, 2},
+                  "cp=2,pp=2,dp=2"},
+        JointCase{"cp3 dp2 on leaves of 3, 4:1", tiny(6, 3, 1, 4), {1, 1, 1, 1, 1, 1},
+                  "cp=3,dp=2"},
+        JointCase{"three tiers: pods of 2 leaves of 2 hosts", three_tier(tiny(8, 2, 1, 2), 2, 4),
+                  {1, 1, 1, 1, 1, 1, 1, 1}, "cp=2,dp=4"},
+        JointCase{"fragmented 1+2+1+2, leaves of 2, 4:1", tiny(4, 2, 2, 4), {1, 2, 1, 2},
+                  "cp=2,dp=3"},
+        JointCase{"NVLink domains of 3 hosts over leaves of 2", nvl(tiny(4, 2, 1, 4), 3),
+                  {1, 1, 1, 1}, "cp=2,dp=2"},
+        JointCase{"rail-optimized, 2-GPU hosts, 4:1", rails(tiny(4, 2, 2, 4)), {2, 2, 2, 2},
+                  "cp=2,dp=4"}),
+    [](const auto& param) { return "case" + std::to_string(param.index); });
+
+// Seeded random instances built for the joint term: every slot used, oversubscribed leaves
+// (and sometimes pods) of few hosts, two or three dims of any pattern and order.
+TEST(CostTest, JointBoundAtMostOptimumOnRandomOversubscribedInstances) {
+  int checked = 0;
+  for (std::uint64_t seed = 1; checked < 120; ++seed) {
+    ASSERT_LT(seed, 2000u) << "too few valid instances drawn";
+    std::mt19937_64 g(seed * 7919);
+    auto below = [&](int n) { return static_cast<int>(g() % static_cast<std::uint64_t>(n)); };
+    FatTreeSpec spec;
+    spec.gpus_per_host = 1 + below(2);
+    spec.hosts = (6 + below(3)) / spec.gpus_per_host;
+    spec.hosts_per_leaf = 2 + below(2);
+    spec.ports_per_host = 1 + below(spec.gpus_per_host);
+    spec.leaf_oversub = 2 + below(7);
+    if (below(3) == 0) {
+      spec.leaves_per_pod = 2;
+      spec.pod_oversub = 1 + below(4);
+    }
+    spec.rail_optimized = below(4) == 0;
+    spec.nvlink_domain_hosts = below(4) == 0 ? 2 + below(2) : 0;
+    spec.port_gbps = 25;
+    spec.nvlink_gbps = below(4) == 0 ? 20 : 150;
+    spec.seed = g();
+    Small s;
+    s.fabric = make_fat_tree(spec);
+    s.node = make_node(spec.gpus_per_host, spec.ports_per_host, spec.nvlink_gbps, spec.port_gbps);
+    std::vector<std::string> names;
+    for (const auto& h : s.fabric.hosts) names.push_back(h.name);
+    std::sort(names.begin(), names.end());
+    int world = 0;
+    for (const auto& name : names) {
+      const int k = below(4) == 0 ? 1 + below(spec.gpus_per_host) : spec.gpus_per_host;
+      if (world + k > 8) break;
+      s.request.hosts.push_back(name);
+      s.request.tasks_per_host.push_back(k);
+      world += k;
+    }
+    std::string layout;
+    int rest = world;
+    for (const char* dim : {"tp", "cp", "ep", "pp"}) {
+      std::vector<int> divisors;
+      for (int x = 2; x < rest; ++x) {
+        if (rest % x == 0) divisors.push_back(x);
+      }
+      if (divisors.empty() || below(3) == 0) continue;
+      const int x = divisors[static_cast<std::size_t>(below(static_cast<int>(divisors.size())))];
+      layout += std::string(dim) + "=" + std::to_string(x) + ",";
+      rest /= x;
+    }
+    if (rest == world) continue;  // one dim only: nothing joint to bound
+    layout += "dp=auto";
+    if (below(2) == 0) layout += ",order=dp-pp-ep-cp-tp";
+    s.request.layout = parse_layout(layout);
+    s.nodes.assign(s.request.hosts.size(), &s.node);
+    Instance in = make_instance(s.fabric, s.nodes, s.request);
+    const double best = brute_force(in);
+    const double lb = lower_bound(in.machine, in.traffic);
+    ASSERT_LE(lb, best * (1 + 1e-12)) << "seed " << seed << ": " << layout << " on " << world
+                                      << " GPUs, leaves of " << spec.hosts_per_leaf << " at "
+                                      << spec.leaf_oversub << ":1";
+    ++checked;
+  }
+}
+
+// The joint term worked by hand. Four 1-GPU hosts, leaves of two at 4:1 (a leaf's uplink is
+// U = 2 x 25 / 4 = 12.5 GB/s, half a port), cp=2 x dp=2 rings with the same bytes S (V = S).
+// Each leaf holds two of the four ranks: a cp pair (both dp rings leave it), a dp pair (both cp
+// rings leave it) or neither (all four leave), so its exits carry at least 2V, and some dim
+// takes 2V / U = 4V / port. The per-dim bounds see only that every rank's host sends V out of
+// the host through one port: V / port per dim, 2V / port in all. The best placement takes
+// V / port + 4V / port.
+TEST(CostTest, JointBoundTighterWhereTwoRingsCannotShareALeaf) {
+  Small s = small(tiny(4, 2, 1, 4), {1, 1, 1, 1}, "cp=2,dp=2");
+  Instance in = make_instance(s.fabric, s.nodes, s.request);
+  const Machine& m = in.machine;
+  ASSERT_GE(m.levels.size(), 1u);  // leaves (a top level of one group is crossed by nothing)
+  for (std::size_t l = 1; l < m.levels.size(); ++l) {
+    ASSERT_EQ(m.levels[l].uplink_gbps.size(), 1u);
+  }
+  ASSERT_EQ(m.levels[0].uplink_gbps.size(), 2u);
+  ASSERT_DOUBLE_EQ(m.levels[0].uplink_gbps[0], 12.5);
+  ASSERT_DOUBLE_EQ(m.levels[0].uplink_gbps[1], 12.5);
+  const double port = 25e9;
+  const double S = 1e9;
+  double latency = 0;
+  double lat_min = m.nvlink_latency_us;
+  for (double l : m.reach_latency_us) lat_min = std::min(lat_min, l);
+  int ring_dims = 0;
+  for (auto& d : in.traffic.dims) {
+    if (d.size <= 1) continue;
+    ASSERT_EQ(d.pattern, Pattern::kRing);
+    ASSERT_EQ(d.size, 2);
+    d.bytes = S;
+    ++ring_dims;
+    latency += d.calls * 2.0 * (d.size - 1) * lat_min * 1e-6;
+  }
+  ASSERT_EQ(ring_dims, 2);
+  const double V = S;  // 2 (n-1)/n S with n = 2
+  const double per_dim_bound = 2 * V / port + latency;
+  const double joint_bound = 4 * V / port + latency;
+  const double lb = lower_bound(m, in.traffic);
+  EXPECT_NEAR(lb, joint_bound, joint_bound * 1e-9);
+  EXPECT_GT(lb, per_dim_bound * 1.5);
+  const double best = brute_force(in);
+  EXPECT_LE(lb, best * (1 + 1e-12));
+  EXPECT_GE(best, 5 * V / port);  // the best order still pays one dim's crossing
+}
+
 }  // namespace
 }  // namespace topoaware::mapper
