@@ -731,6 +731,9 @@ double joint_crossing_bound(const Machine& m, const Traffic& t,
       same = g * 0.1;
     }
   }
+  // Where no common theta beats the walk alone the crossings cost less than the floors they
+  // would replace; the per-dim search (some 200 passes of least_cut) is then skipped.
+  if (same == 1.0) return best;
   std::fill(theta.begin(), theta.end(), same);
   for (int pass = 0; pass < 2; ++pass) {
     for (std::size_t i : live) {
