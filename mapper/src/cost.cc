@@ -646,8 +646,9 @@ std::vector<double> least_cut(const std::vector<long long>& n, const std::vector
   return h;
 }
 
-// Largest place the crossing bound takes (least_cut costs about cmax^3 / n per dim).
-constexpr long long kCutSlots = 256;
+// Largest place the crossing bound takes (least_cut costs about cmax^3 / n per dim; at 256 the
+// bound took a third of all mapping time in the benchmark to tighten one row, 1.16 s to 1.30 s).
+constexpr long long kCutSlots = 128;
 
 // The joint crossing bound. For any theta in [0,1]^D, sum_d T_d = sum_d theta_d T_d +
 // sum_d (1 - theta_d) T_d: the first part is at least the walk bound over the floors scaled by

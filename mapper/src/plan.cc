@@ -98,7 +98,7 @@ std::vector<std::size_t> pack(const std::vector<long long>& count, long long uni
 // Refinement budget: moves per millisecond of Request::refine_budget_ms, and a cap on the
 // work of all moves together (group members re-routed, resources rescanned), so that a large
 // instance stays within a fraction of a second on one core. Counted, never timed.
-constexpr double kMovesPerMs = 1;
+constexpr double kMovesPerMs = 0.5;
 constexpr long long kRefineWork = 40'000'000;
 
 // Cutting slot counts into units of `unit` slots where no host holds a unit whole (tensor

@@ -31,7 +31,7 @@ struct Request {
   std::vector<int> bound_gpu;
   double refine_budget_ms = 200;    // refinement budget (deterministic: counted in moves)
   // Explicit refinement budget in evaluated moves (host or rank exchanges); -1: one move per
-  // refine_budget_ms. Either way the work of all moves is capped (docs/mapper.md), never by
+  // 2 ms of refine_budget_ms (100 by default). Either way the work of all moves is capped (docs/mapper.md), never by
   // wall time.
   long long refine_moves = -1;
 };
