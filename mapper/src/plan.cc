@@ -200,6 +200,14 @@ PieceCut cut_pieces(const std::vector<long long>& count, long long unit, long lo
   return *cut_units(count, unit, 1, bins);  // p = 1 always fits
 }
 
+// A rank digit: ranks are enumerated with digits varying fastest first; a digit is a dim, or
+// part of one (a dim of size n split into a low digit of size a and a high one of size n / a).
+struct Digit {
+  long long stride;  // rank distance between neighbours in this digit
+  long long size;
+};
+using Digits = std::vector<Digit>;
+
 class Mapper {
  public:
   Mapper(const Instance& inst, const Request& req) : in_(inst), req_(req) {
@@ -297,7 +305,29 @@ class Mapper {
       for (Packing packing : {Packing::kPieces, Packing::kAligned, Packing::kRuns, Packing::kNone}) {
         if (evals_left <= 0) break;
         if (packing == Packing::kPieces && (!partial || o >= 2)) continue;
-        consider(fill(slot_sequence(orders[o], packing), orders[o]));
+        const Digits dg = digits_of(orders[o]);
+        consider(fill(slot_sequence(dg, packing), dg));
+      }
+    }
+    // Two heavy dims split between levels: each switch group holds a block of a few
+    // coordinates of both (a x b of an n_i x n_j plane), so both cross uplinks, each half as
+    // much, where keeping either whole inside the group sends the other's every byte across.
+    for (std::size_t i = 0; i + 1 < std::min<std::size_t>(heavy.size(), 3); ++i) {
+      const DimTraffic& di = t.dims[heavy[i]];
+      const DimTraffic& dj = t.dims[heavy[i + 1]];
+      for (long long a = 2; a < di.size; ++a) {
+        if (di.size % a) continue;
+        for (long long b = 2; b < dj.size; ++b) {
+          if (dj.size % b || evals_left <= 0) continue;
+          Digits dg = digits_of(heavy);
+          dg.erase(dg.begin() + static_cast<long long>(i), dg.begin() + static_cast<long long>(i) + 2);
+          const Digits mid = {{di.stride, a},
+                              {dj.stride, b},
+                              {di.stride * a, di.size / a},
+                              {dj.stride * b, dj.size / b}};
+          dg.insert(dg.begin() + static_cast<long long>(i), mid.begin(), mid.end());
+          consider(fill(slot_sequence(dg, Packing::kAligned), dg));
+        }
       }
     }
     std::stable_sort(starts.begin(), starts.end(),
@@ -347,12 +377,12 @@ class Mapper {
   // GPUs by index inside a host. The unit of a group is the largest block of the innermost dims
   // (in `order`) that fits its largest child: packing keeps as many units as possible inside one
   // child, so the groups of the innermost dims stay inside a host, a leaf, a pod.
-  std::vector<std::uint32_t> slot_sequence(const std::vector<std::size_t>& order, Packing packing) {
+  std::vector<std::uint32_t> slot_sequence(const Digits& order, Packing packing) {
     const Machine& m = in_.machine;
-    std::vector<long long> prefix;  // unit sizes: products of the innermost dims
+    std::vector<long long> prefix;  // unit sizes: products of the innermost digits
     long long p = 1;
-    for (auto d : order) {
-      p *= in_.traffic.dims[d].size;
+    for (const auto& dg : order) {
+      p *= dg.size;
       prefix.push_back(p);
     }
     auto unit_for = [&](long long capacity) {
@@ -478,22 +508,27 @@ class Mapper {
     return out;
   }
 
-  // The i-th slot of `seq` gets the i-th rank when ranks are enumerated with `order`'s dims
+  // The i-th slot of `seq` gets the i-th rank when ranks are enumerated with `order`'s digits
   // varying fastest first (then any dims of size 1).
-  Assignment fill(const std::vector<std::uint32_t>& seq, const std::vector<std::size_t>& order) {
-    const auto& dims = in_.traffic.dims;
+  Assignment fill(const std::vector<std::uint32_t>& seq, const Digits& order) {
     Assignment a(seq.size());
     std::vector<long long> digit(order.size(), 0);
     for (std::size_t i = 0; i < seq.size(); ++i) {
       long long rank = 0;
-      for (std::size_t k = 0; k < order.size(); ++k) rank += digit[k] * dims[order[k]].stride;
+      for (std::size_t k = 0; k < order.size(); ++k) rank += digit[k] * order[k].stride;
       a[static_cast<std::size_t>(rank)] = seq[i];
       for (std::size_t k = 0; k < order.size(); ++k) {
-        if (++digit[k] < dims[order[k]].size) break;
+        if (++digit[k] < order[k].size) break;
         digit[k] = 0;
       }
     }
     return a;
+  }
+
+  Digits digits_of(const std::vector<std::size_t>& order) const {
+    Digits out;
+    for (auto d : order) out.push_back({in_.traffic.dims[d].stride, in_.traffic.dims[d].size});
+    return out;
   }
 
   // One refinement run: host exchanges, then rank exchanges, each accepted when the model says

@@ -149,6 +149,44 @@ TEST(PlanTest, PartialHostsAreCutWithoutSingleGpuPieces) {
   EXPECT_LE(p.lower_bound, p.cost.seconds * (1 + 1e-12));
 }
 
+// 32 whole hosts filling one pod of a 3-tier 4:1 tree (leaves of 8 hosts), TP8 x CP4 x DP8:
+// a CP ring (4 hosts) or a DP ring (8 hosts) fits in a leaf, the 4x8 CP-DP plane does not.
+// Keeping either dim whole inside leaves sends the other's every byte over the thin uplinks;
+// giving each leaf 2 CP x 4 DP coordinates halves both. Any order of whole dims is block's cost.
+TEST(PlanTest, TwoHeavyDimsAreSplitBetweenLeaves) {
+  FatTreeSpec s;
+  s.hosts = 32;
+  s.hosts_per_leaf = 8;
+  s.leaves_per_pod = 4;
+  s.leaf_oversub = 4;
+  s.pod_oversub = 4;
+  topology::Fabric fabric = make_fat_tree(s);
+  auto node = make_node(8, 8, 450, 50);
+  Allocation a = whole_hosts(fabric, 8, 32);
+  Request r;
+  r.hosts = a.hosts;
+  r.tasks_per_host = a.tasks_per_host;
+  r.layout = parse_layout("tp=8,cp=4,dp=auto");
+  RankPlan p = plan(fabric, std::vector<const topology::NodeTopology*>(32, &node), r);
+  EXPECT_LT(p.cost.seconds, 0.9 * p.block_cost.seconds)
+      << "topo " << p.cost.seconds << " s, block " << p.block_cost.seconds << " s";
+  EXPECT_LE(p.lower_bound, p.cost.seconds * (1 + 1e-12));
+  // Every leaf holds CP rings cut in halves and DP rings cut in halves (2 x 4 coordinates).
+  std::map<std::string, std::set<int>> cp_of_leaf, dp_of_leaf;
+  for (const auto& t : p.tasks) {
+    const std::string leaf = std::to_string(t.host / 8);  // name order follows the wiring here
+    for (const auto& [d, v] : t.coords) {
+      if (d == "cp") cp_of_leaf[leaf].insert(v);
+      if (d == "dp") dp_of_leaf[leaf].insert(v);
+    }
+  }
+  for (const auto& [leaf, cps] : cp_of_leaf) {
+    EXPECT_EQ(cps.size() * dp_of_leaf[leaf].size(), 8u) << "leaf " << leaf;
+    EXPECT_GT(cps.size(), 1u) << "leaf " << leaf;
+    EXPECT_GT(dp_of_leaf[leaf].size(), 1u) << "leaf " << leaf;
+  }
+}
+
 TEST(PlanTest, BoundGpusOnlyPermuteRanks) {
   Cluster c = cluster(false);
   Allocation a = whole_hosts(c.fabric, 4, 4);
