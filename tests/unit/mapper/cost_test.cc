@@ -52,6 +52,16 @@ double brute_force(const Instance& in) {
   return best;
 }
 
+// The bound alone against brute force: never above the optimum, and not trivial.
+void expect_bound_at_most_optimum(const Instance& in, const char* name) {
+  const double best = brute_force(in);
+  const double lb = lower_bound(in.machine, in.traffic);
+  EXPECT_LE(lb, best * (1 + 1e-12)) << name;
+  EXPECT_GT(lb, 0) << name;
+  std::cout << "  " << name << ": optimum " << best << " s, bound " << lb << " s ("
+            << lb / best * 100 << "% of optimum)\n";
+}
+
 FatTreeSpec tiny(int hosts, int per_leaf, int gpus, double oversub) {
   FatTreeSpec s;
   s.hosts = hosts;
@@ -198,12 +208,7 @@ TEST_P(IslandBoundTest, LowerBoundAtMostOptimum) {
     // the host keeps its slots but leaves its domain
     ASSERT_EQ(in.machine.domain_of_host[static_cast<std::size_t>(i)], -1) << c.name;
   }
-  const double best = brute_force(in);
-  const double lb = lower_bound(in.machine, in.traffic);
-  EXPECT_LE(lb, best * (1 + 1e-12)) << c.name;
-  EXPECT_GT(lb, 0) << c.name;
-  std::cout << "  " << c.name << ": optimum " << best << " s, bound " << lb << " s ("
-            << lb / best * 100 << "% of optimum)\n";
+  expect_bound_at_most_optimum(in, c.name);
 }
 
 FatTreeSpec slow_nvlink(FatTreeSpec s, double gbps) {
@@ -382,12 +387,7 @@ TEST(CostTest, IslandBoundTighterThanHostBoundOnNvlinkDomains) {
 // The joint crossing bound: instances where a leaf cannot hold whole groups of two heavy dims at
 // once (oversubscribed leaves, rings, all-to-all and pipelines, three tiers, fragments, NVLink
 // domains straddling leaves). The bound alone against brute force.
-struct JointCase {
-  const char* name;
-  FatTreeSpec spec;
-  std::vector<int> tasks;
-  const char* layout;
-};
+using JointCase = BruteCase;
 
 class JointBoundTest : public ::testing::TestWithParam<JointCase> {};
 
@@ -395,12 +395,7 @@ TEST_P(JointBoundTest, LowerBoundAtMostOptimum) {
   const JointCase& c = GetParam();
   Small s = small(c.spec, c.tasks, c.layout);
   Instance in = make_instance(s.fabric, s.nodes, s.request);
-  const double best = brute_force(in);
-  const double lb = lower_bound(in.machine, in.traffic);
-  EXPECT_LE(lb, best * (1 + 1e-12)) << c.name;
-  EXPECT_GT(lb, 0) << c.name;
-  std::cout << "  " << c.name << ": optimum " << best << " s, bound " << lb << " s ("
-            << lb / best * 100 << "% of optimum)\n";
+  expect_bound_at_most_optimum(in, c.name);
 }
 
 FatTreeSpec three_tier(FatTreeSpec s, int leaves_per_pod, double pod_oversub) {
