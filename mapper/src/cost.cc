@@ -698,6 +698,7 @@ double joint_crossing_bound(const Machine& m, const Traffic& t,
   constexpr std::size_t kPlaceSizes = 32;
   std::vector<std::vector<double>> fs = f, fis = fi;
   std::vector<double> w(radix.size());
+  std::vector<double> full_cut;  // least_cut at theta = 0
   auto eval = [&](const std::vector<double>& theta) {  // theta per radix index
     for (std::size_t i = 0; i < radix.size(); ++i) {
       const std::size_t d = radix[i];
@@ -707,7 +708,16 @@ double joint_crossing_bound(const Machine& m, const Traffic& t,
     }
     const double walk = std::max(least_sum_over(fs, sizes, host_slots, kPlaceSizes),
                                  least_sum_over(fis, sizes, island_slots, kPlaceSizes));
-    const std::vector<double> h = least_cut(n, w, cmax);
+    // least_cut is a least sum of w-weighted counts: scaling every weight by one factor scales
+    // it alike, so a theta common to all dims reuses the cut at full weight.
+    std::vector<double> h;
+    if (std::all_of(theta.begin(), theta.end(), [&](double x) { return x == theta[0]; })) {
+      if (full_cut.empty()) full_cut = least_cut(n, out, cmax);
+      h = full_cut;
+      for (double& x : h) x *= 1 - theta[0];
+    } else {
+      h = least_cut(n, w, cmax);
+    }
     double cross = 0;
     for (const auto& tier : tiers) {
       double sum = 0;
