@@ -149,7 +149,8 @@ void add_fabric(CLI::App& app, Common& common) {
       "topo-aware JSON; recognized from the content) and show its tiers, leaf groups, rails and "
       "anomalies, or write it as a Slurm topology.conf (tree or block), JSON or DOT");
   sub->add_option("-i,--input", opt->input, "The fabric file")->required();
-  sub->add_option("--map", opt->guid_map,
+  // --guid-map as `map` spells it (and guid_map in topo-aware.toml); --map kept for scripts.
+  sub->add_option("--map,--guid-map", opt->guid_map,
                   "GUID-to-hostname map for an ibnetdiscover dump (\"H-<guid> name\" or "
                   "\"0x<guid> name\" per line)");
   sub->add_option("--of", opt->format, "Output format")

@@ -264,7 +264,7 @@ Fabric load_fabric(const std::string& path, const std::string& guid_map) {
       break;
   }
   if (!guid_map.empty() && f.source.rfind("ibnetdiscover:", 0) != 0) {
-    throw Error(ErrorCode::kBadInput, "--map",
+    throw Error(ErrorCode::kBadInput, guid_map,
                 "a GUID map applies to ibnetdiscover dumps only, and " + path + " is not one");
   }
   analyze(f);

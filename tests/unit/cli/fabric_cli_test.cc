@@ -48,6 +48,10 @@ TEST(FabricCli, TextShowsTiersHostsRailsAnomalies) {
         "hosts per leaf group:", "rails:", "anomalies: 3", "slow-link", "r510gluster[1-4]"}) {
     EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
   }
+  // The map option as `topo-aware map` spells it gives the same fabric.
+  CliRun g = cli(std::string("fabric -i ") + kPsmn + " --guid-map " + kPsmnMap);
+  ASSERT_EQ(g.rc, 0) << g.err;
+  EXPECT_EQ(g.out, r.out);
 }
 
 TEST(FabricCli, SlurmTreeFromIbnetdiscoverIsGolden) {
@@ -144,7 +148,9 @@ TEST(FabricCli, HostileInputExitsOneWithAClearMessage) {
       std::string("fabric -i slurm-topology/psmn-x5-tree-from-ibnetdiscover.topology.conf --map ") +
       kPsmnMap);
   EXPECT_EQ(m.rc, 1);
-  EXPECT_NE(m.err.find("--map"), std::string::npos) << m.err;
+  // The error names the map file and says why it does not apply.
+  EXPECT_NE(m.err.find(kPsmnMap), std::string::npos) << m.err;
+  EXPECT_NE(m.err.find("applies to ibnetdiscover dumps only"), std::string::npos) << m.err;
   fs::remove_all(dir);
 }
 
