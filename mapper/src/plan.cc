@@ -250,8 +250,8 @@ class Mapper {
     const Machine& m = in_.machine;
     const Traffic& t = in_.traffic;
     const long long world = t.world;
-    // Work bound: candidate and refinement evaluations together cost O(ranks) each; keep their
-    // count x ranks under a fixed budget so 131k ranks stay within seconds.
+    // Candidate evaluations cost O(ranks) each: keep their count x ranks under a fixed budget so
+    // 131k ranks stay within seconds (refinement has its own, kRefineWork).
     const double work_cap = 1.5e6;
     long long evals_left = std::max<long long>(4, static_cast<long long>(work_cap / world));
 
@@ -340,7 +340,7 @@ class Mapper {
     // larger ones: one refinement of the best start.
     const std::size_t tries = t.world <= 24 ? std::min<std::size_t>(4, starts.size()) : 1;
     // Within 0.5% of the bound the optimum is at most that much better: stop searching.
-    good_enough_ = t.world <= 24 ? 0.0 : bound * 1.005;
+    const double good_enough = t.world <= 24 ? 0.0 : bound * 1.005;
     Assignment best = starts[0].second;
     Score best_cost = starts[0].first;
     *moves_done = 0;
@@ -348,7 +348,7 @@ class Mapper {
       Assignment a = starts[i].second;
       Score c = starts[i].first;
       *moves_done += refine(a, c, budget / static_cast<long long>(tries),
-                            kRefineWork / static_cast<long long>(tries));
+                            kRefineWork / static_cast<long long>(tries), good_enough);
       if (c.better_than(best_cost)) {
         best_cost = c;
         best = std::move(a);
@@ -373,49 +373,59 @@ class Mapper {
     kPieces,   // as kAligned, and hosts split into pieces so no unit has a tiny piece
   };
 
+  // How one slot sequence is cut: the packing, the unit sizes of the candidate order (products
+  // of its innermost digits), and for kPieces the unit a host may be split for and the
+  // smallest piece a cut may leave.
+  struct Cutting {
+    Packing packing = Packing::kNone;
+    std::vector<long long> prefix;
+    long long piece_unit = 1;
+    long long piece_floor = 1;
+    // The largest unit that fits `capacity` slots.
+    long long unit_for(long long capacity) const {
+      long long u = 1;
+      for (long long x : prefix) {
+        if (x <= capacity) u = x;
+      }
+      return u;
+    }
+  };
+
   // Slots in locality order: hosts grouped by the outermost level first, then inner levels,
   // GPUs by index inside a host. The unit of a group is the largest block of the innermost dims
   // (in `order`) that fits its largest child: packing keeps as many units as possible inside one
   // child, so the groups of the innermost dims stay inside a host, a leaf, a pod.
   std::vector<std::uint32_t> slot_sequence(const Digits& order, Packing packing) {
     const Machine& m = in_.machine;
-    std::vector<long long> prefix;  // unit sizes: products of the innermost digits
+    Cutting cut;
+    cut.packing = packing;
     long long p = 1;
     for (const auto& dg : order) {
       p *= dg.size;
-      prefix.push_back(p);
+      cut.prefix.push_back(p);
     }
-    auto unit_for = [&](long long capacity) {
-      long long u = 1;
-      for (long long x : prefix) {
-        if (x <= capacity) u = x;
-      }
-      return u;
-    };
-    piece_unit_ = 1;
-    for (long long x : prefix) {
+    for (long long x : cut.prefix) {
       if (x > 1) {
-        piece_unit_ = x;
+        cut.piece_unit = x;
         break;
       }
     }
-    if (packing == Packing::kPieces && piece_unit_ > 1) {
+    if (packing == Packing::kPieces && cut.piece_unit > 1) {
       // The smallest piece the whole step allows, ignoring locality: no level cuts finer.
       std::vector<long long> n;
       for (const auto& sl : slots_of_host_) n.push_back(static_cast<long long>(sl.size()));
-      piece_floor_ = n.size() <= 1024 ? cut_pieces(n, piece_unit_, 1, true).smallest : 1;
+      cut.piece_floor = n.size() <= 1024 ? cut_pieces(n, cut.piece_unit, 1, true).smallest : 1;
     }
     std::vector<std::uint32_t> hosts(m.hosts.size());
     std::iota(hosts.begin(), hosts.end(), 0);
     std::size_t tail = 0;
-    return order_group(hosts, static_cast<int>(m.levels.size()) - 1, packing, unit_for, &tail);
+    return order_group(hosts, static_cast<int>(m.levels.size()) - 1, cut, &tail);
   }
 
   // `tail` (kPieces): how many slots at the end of the result were left over for the level above.
-  template <class UnitFor>
   std::vector<std::uint32_t> order_group(const std::vector<std::uint32_t>& hosts, int level,
-                                         Packing packing, const UnitFor& unit_for,
-                                         std::size_t* tail) {
+                                         const Cutting& cut, std::size_t* tail) {
+    const Packing packing = cut.packing;
     *tail = 0;
     // Children: level groups (dense ids follow name order), or the hosts of an innermost group.
     std::vector<std::vector<std::uint32_t>> children;
@@ -428,7 +438,7 @@ class Mapper {
       for (auto h : hosts) groups[l.group_of_host[h]].push_back(h);
       for (auto& [g, hs] : groups) {
         child_tail.push_back(0);
-        children.push_back(order_group(hs, level - 1, packing, unit_for, &child_tail.back()));
+        children.push_back(order_group(hs, level - 1, cut, &child_tail.back()));
       }
     }
     std::vector<long long> count;
@@ -437,12 +447,12 @@ class Mapper {
       count.push_back(static_cast<long long>(c.size()));
       cap = std::max(cap, count.back());
     }
-    const long long unit = unit_for(cap);
+    const long long unit = cut.unit_for(cap);
     std::vector<std::uint32_t> out;
-    if (packing == Packing::kPieces && piece_unit_ > 1) {
+    if (packing == Packing::kPieces && cut.piece_unit > 1) {
       // Hosts (innermost) or what the children's own pieces left over (their tails, split by
       // host): cut into units whose smallest piece is as large as possible.
-      const long long u = piece_unit_;
+      const long long u = cut.piece_unit;
       std::vector<std::vector<std::uint32_t>> items;
       for (std::size_t i = 0; i < children.size(); ++i) {
         const auto& c = children[i];
@@ -468,14 +478,14 @@ class Mapper {
       for (const auto& it : items) n.push_back(static_cast<long long>(it.size()));
       std::vector<std::size_t> used(items.size(), 0);
       const bool top = level == static_cast<int>(in_.machine.levels.size()) - 1;
-      const PieceCut cut = cut_pieces(n, u, piece_floor_, top);
-      for (const auto& [i, k] : cut.pieces) {
+      const PieceCut pieces = cut_pieces(n, u, cut.piece_floor, top);
+      for (const auto& [i, k] : pieces.pieces) {
         const auto& it = items[i];
         out.insert(out.end(), it.begin() + static_cast<long long>(used[i]),
                    it.begin() + static_cast<long long>(used[i]) + k);
         used[i] += static_cast<std::size_t>(k);
       }
-      *tail = static_cast<std::size_t>(cut.left);
+      *tail = static_cast<std::size_t>(pieces.left);
       return out;
     }
     if (packing == Packing::kAligned && unit > 1) {
@@ -535,10 +545,11 @@ class Mapper {
   // the step gets faster (ties: less traffic up the tree). Moves are scored incrementally
   // (IncrementalCost: only the moved ranks' groups are re-routed). Every move counts against
   // `budget`, and the work of all moves against `work_cap`: deterministic, never wall time.
-  long long refine(Assignment& a, Score& cost, long long budget, long long work_cap) {
+  long long refine(Assignment& a, Score& cost, long long budget, long long work_cap,
+                   double good_enough) {
     if (a.size() < 2 || budget <= 0) return 0;
     IncrementalCost inc(in_.machine, in_.traffic, a);
-    Refiner r{inc, cost, budget, work_cap, 0, good_enough_};
+    Refiner r{inc, cost, budget, work_cap, 0, good_enough};
     refine_hosts(r);
     refine_ranks(r);
     a = inc.slot_of_rank();
@@ -575,27 +586,23 @@ class Mapper {
   void refine_hosts(Refiner& r) {
     const std::size_t nh = slots_of_host_.size();
     if (nh < 3) return;
+    const auto& a = r.inc.slot_of_rank();
+    std::vector<std::uint32_t> rank_on(in_.machine.slots.size(), 0);
+    for (std::uint32_t k = 0; k < a.size(); ++k) rank_on[a[k]] = k;
     std::vector<std::pair<std::uint32_t, std::uint32_t>> pairs;
-    auto move_for = [&](std::size_t x, std::size_t y) {
-      pairs.clear();
+    auto try_hosts = [&](std::size_t x, std::size_t y) {
       const auto& sx = slots_of_host_[x];
       const auto& sy = slots_of_host_[y];
-      for (std::size_t i = 0; i < sx.size(); ++i) {
-        pairs.emplace_back(rank_on_slot_[sx[i]], rank_on_slot_[sy[i]]);
-      }
-    };
-    auto try_hosts = [&](std::size_t x, std::size_t y) {
-      if (slots_of_host_[x].size() != slots_of_host_[y].size()) return false;
-      move_for(x, y);
+      if (sx.size() != sy.size()) return false;
+      pairs.clear();
+      for (std::size_t i = 0; i < sx.size(); ++i) pairs.emplace_back(rank_on[sx[i]], rank_on[sy[i]]);
       if (!r.attempt(pairs)) return false;
-      const auto& a = r.inc.slot_of_rank();
       for (const auto& [p, q] : pairs) {
-        rank_on_slot_[a[p]] = p;
-        rank_on_slot_[a[q]] = q;
+        rank_on[a[p]] = p;
+        rank_on[a[q]] = q;
       }
       return true;
     };
-    index_ranks(r.inc.slot_of_rank());
     if (nh <= 64) {
       bool improved = true;
       while (improved && !r.spent()) {
@@ -664,17 +671,9 @@ class Mapper {
     }
   }
 
-  void index_ranks(const Assignment& a) {
-    rank_on_slot_.assign(in_.machine.slots.size(), 0);
-    for (std::uint32_t k = 0; k < a.size(); ++k) rank_on_slot_[a[k]] = k;
-  }
 
   const Instance& in_;
   const Request& req_;
-  std::vector<std::uint32_t> rank_on_slot_;  // during host refinement
-  long long piece_unit_ = 1;                  // during slot_sequence: the innermost unit > 1
-  long long piece_floor_ = 1;                 // and the smallest piece a cut may leave
-  double good_enough_ = 0;
   std::vector<std::vector<std::uint32_t>> slots_of_host_;
 };
 
