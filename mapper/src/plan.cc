@@ -6,6 +6,7 @@
 #include "topoaware/mapper/plan.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <map>
 #include <numeric>
@@ -17,6 +18,7 @@
 
 namespace topoaware::mapper {
 namespace {
+
 
 using Assignment = std::vector<std::uint32_t>;  // slot of each rank
 
@@ -844,15 +846,28 @@ RankPlan plan(const topology::Fabric& fabric,
       }
     }
     if (tp.nics.empty()) {
+      // No node model names the NIC: the fabric's name for the port, when it is a device name
+      // NCCL_IB_HCA can match ("mlx5_3"; a dump's "HCA-1" label is not).
       const auto& hi = fabric.hosts[m.fabric_host[mh]];
       if (static_cast<std::size_t>(slot.port) < hi.port_nic.size() &&
-          !hi.port_nic[static_cast<std::size_t>(slot.port)].empty()) {
+          is_device_name(hi.port_nic[static_cast<std::size_t>(slot.port)])) {
         tp.nics.push_back(hi.port_nic[static_cast<std::size_t>(slot.port)]);
       }
     }
     out.rank_of_task.push_back(tp.rank);
   }
   return out;
+}
+
+bool is_device_name(std::string_view s) {
+  if (s.empty() || !std::islower(static_cast<unsigned char>(s.front())) ||
+      !std::isdigit(static_cast<unsigned char>(s.back()))) {
+    return false;
+  }
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return std::islower(static_cast<unsigned char>(c)) ||
+           std::isdigit(static_cast<unsigned char>(c)) || c == '_';
+  });
 }
 
 std::vector<std::pair<std::string, std::string>> task_environment(const RankPlan& plan, int task,
@@ -889,8 +904,12 @@ std::vector<std::pair<std::string, std::string>> task_environment(const RankPlan
                                       ? std::to_string(20000 + options.job_id % 20000)
                                       : options.master_port);
   if (plan.rail_optimized) env.emplace_back("NCCL_CROSS_NIC", "0");
-  if (!me.nics.empty()) {
-    env.emplace_back("NCCL_IB_HCA", "=" + join(me.nics, [](const std::string& s) { return s; }));
+  std::vector<std::string> hcas;
+  for (const auto& n : me.nics) {
+    if (is_device_name(n)) hcas.push_back(n);
+  }
+  if (!hcas.empty()) {
+    env.emplace_back("NCCL_IB_HCA", "=" + join(hcas, [](const std::string& s) { return s; }));
   }
   if (!me.netdev.empty()) env.emplace_back("NCCL_SOCKET_IFNAME", "=" + me.netdev);
   if (!options.topo_file.empty()) env.emplace_back("NCCL_TOPO_FILE", options.topo_file);

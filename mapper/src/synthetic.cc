@@ -232,6 +232,9 @@ topology::NodeTopology make_node(int gpus, int nics, double nvlink_gbps, double 
       v.cpu.pus.push_back(static_cast<std::uint32_t>(c) * 32 + p);
     cpu.push_back(g.add_vertex(v));
   }
+  // The sockets' interconnect: a GPU on the socket without a NIC still reaches one (SYS), as
+  // NCCL would use it.
+  if (sockets == 2) g.add_link(make_link(cpu[0], cpu[1], LinkKind::kSmp, 40));
   VertexId nvs;
   if (gpus > 1 && nvlink_gbps > 0) {
     Vertex v;

@@ -370,6 +370,8 @@ Fabric parse_ibnetdiscover(const std::string& path, std::string_view text,
   const auto& nodes = parser.nodes();
   std::vector<VertexId> switch_of(nodes.size());
   // Host and NIC of each CA; empty host: not a host (aggregation node).
+  // Per CA: its host, and the NIC name the description gives ("mlx5_0", "HCA-1"; empty when it
+  // names none: a GUID is no device name NCCL_IB_HCA could match).
   std::vector<std::pair<std::string, std::string>> ca_host(nodes.size());
   std::size_t cas = 0;
   std::unordered_map<std::string, std::size_t> switch_names;
@@ -393,12 +395,12 @@ Fabric parse_ibnetdiscover(const std::string& path, std::string_view text,
     const std::string* m = mapped(n);
     auto [dhost, dnic] = host_from_description(n.desc);
     std::string host = m ? *m : (!dhost.empty() ? dhost : n.name);
-    std::string nic = !dnic.empty() ? dnic : n.name;
-    ca_host[k] = {host, nic};
+    ca_host[k] = {host, dnic};
   }
 
   // Links, each cable once; host ports collected, then added per host in NIC order.
   struct HostPort {
+    std::string key;  // order among the host's CAs: the NIC name, else the CA's node name
     std::string nic;
     int ca_port;
     VertexId sw;
@@ -459,7 +461,8 @@ Fabric parse_ibnetdiscover(const std::string& path, std::string_view text,
         if (host.empty()) continue;
         auto [it, fresh] = host_ports.try_emplace(host);
         if (fresh) host_order.push_back(host);
-        it->second.push_back({nic, ca_port, switch_of[sw], sw_port, gbps, p.rate});
+        const std::string& key = nic.empty() ? nodes[ca].name : nic;
+        it->second.push_back({key, nic, ca_port, switch_of[sw], sw_port, gbps, p.rate});
       } else {
         ++ca_to_ca;
       }
@@ -480,7 +483,7 @@ Fabric parse_ibnetdiscover(const std::string& path, std::string_view text,
     if (it == host_ports.end()) continue;
     auto& ports = it->second;
     std::stable_sort(ports.begin(), ports.end(), [](const HostPort& x, const HostPort& y) {
-      if (x.nic != y.nic) return hostname_less(x.nic, y.nic);
+      if (x.key != y.key) return hostname_less(x.key, y.key);
       return x.ca_port < y.ca_port;
     });
     for (const HostPort& p : ports) {

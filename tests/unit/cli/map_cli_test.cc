@@ -110,6 +110,27 @@ TEST(MapCliTest, HostfileListsRankHosts) {
   EXPECT_EQ(n, 16);
 }
 
+TEST(MapCliTest, PlainNodeExportsNoInventedNicNames) {
+  // PSMN's real dump: its CA descriptions name no device, so a plain node's NIC is the host's
+  // fabric port ("port-0"), shown in the plan and never exported to NCCL.
+  std::string fabric = "--fabric " + topoaware::test::fixture("ibnetdiscover/psmn-x5-qdr-voltaire-"
+                                                              "mellanox-100nodes.ibnetdiscover.txt") +
+                       " --guid-map " +
+                       topoaware::test::fixture("ibnetdiscover/psmn-x5-guid-to-hostname.map");
+  CliRun j = cli("map " + fabric + " --nodes 'sl390lin[1-2]' --gpus-per-node 4 --layout tp=4 "
+                 "--of json");
+  ASSERT_EQ(j.rc, 0) << j.err;
+  auto plan = nlohmann::json::parse(j.out);
+  ASSERT_EQ(plan["ranks"].size(), 8u);
+  for (const auto& t : plan["ranks"]) EXPECT_EQ(t["nic"], "port-0") << t.dump();
+  CliRun env = cli("map " + fabric + " --nodes 'sl390lin[1-2]' --gpus-per-node 4 --layout tp=4 "
+                   "--of env");
+  ASSERT_EQ(env.rc, 0) << env.err;
+  EXPECT_NE(env.out.find("0 RANK=0"), std::string::npos) << env.out;
+  EXPECT_EQ(env.out.find("NCCL_IB_HCA"), std::string::npos) << env.out;
+  EXPECT_EQ(env.out.find("NCCL_SOCKET_IFNAME"), std::string::npos) << env.out;
+}
+
 TEST(MapCliTest, BadInputAndUsageExitCodes) {
   CliRun bad = cli("map " + lab_args() + " --nodes 'node[1-4]' --layout tp=8,pp=3");
   EXPECT_EQ(bad.rc, 1);

@@ -284,6 +284,30 @@ TEST(PlanTest, TaskEnvironment) {
   EXPECT_THROW(task_environment(p, 32, o), Error);
 }
 
+TEST(PlanTest, NicNamesReachNcclOnlyAsDeviceNames) {
+  for (const char* ok : {"mlx5_0", "mlx5_bond_3", "hfi1_0", "qib0", "bnxt_re1", "rdmap16s27"})
+    EXPECT_TRUE(is_device_name(ok)) << ok;
+  for (const char* bad : {"", "HCA-1", "H-78e7d10300227744", "port-0", "mlx5_", "br-3c276cd5dbc3",
+                          "0mlx5", "mlx5_0:1", "ib 0"})
+    EXPECT_FALSE(is_device_name(bad)) << bad;
+
+  // One NIC on socket 0 of a two-socket node: the GPUs of socket 1 use it too (SYS), as NCCL
+  // does, rather than no NIC.
+  Cluster c = cluster(false);
+  c.node = make_node(4, 1, 450, 50);
+  Request r = request_of(whole_hosts(c.fabric, 4, 2), "tp=4");
+  RankPlan p = plan(c.fabric, same_node(c, 2), r);
+  for (const auto& t : p.tasks) {
+    EXPECT_EQ(t.nics, std::vector<std::string>{"mlx5_0"}) << "task " << t.task;
+    EXPECT_EQ(env_map(p, t.task, {})["NCCL_IB_HCA"], "=mlx5_0");
+  }
+  // A name that is no device is planned and shown, but never exported.
+  p.tasks[1].nics = {"HCA-2"};
+  EXPECT_EQ(env_map(p, 1, {}).count("NCCL_IB_HCA"), 0u);
+  p.tasks[1].nics = {"HCA-2", "mlx5_1"};
+  EXPECT_EQ(env_map(p, 1, {})["NCCL_IB_HCA"], "=mlx5_1");
+}
+
 TEST(PlanTest, BadRequestsAreErrors) {
   Cluster c = cluster(false);
   Request r = request_of(whole_hosts(c.fabric, 8, 2), "tp=8");

@@ -47,6 +47,11 @@ TEST(FabricIbnetdiscover, PsmnX5WithGuidMapMatchesTheRealTopologyConf) {
                                    "x5570comp1", "x5570comp2"}));
   // Two CAs are not in the map and keep their ibnetdiscover names, as in the real file.
   EXPECT_GE(ib.find_host("H-003048c749450000"), 0);
+  // The dump's CA descriptions name no device ("MT25408 ConnectX Mellanox Technologies"): the
+  // NIC's name is unknown, not the CA's GUID name (which NCCL_IB_HCA could never match).
+  const HostInfo& sl = host(ib, "sl390lin1");
+  ASSERT_EQ(sl.port_nic.size(), 1u);
+  EXPECT_EQ(sl.port_nic[0], "");
   // The x5570 hosts are DDR on a QDR leaf: reported, with the ports named.
   bool slow = false;
   for (const Anomaly& a : ib.anomalies) {

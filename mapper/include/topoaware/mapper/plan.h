@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -94,7 +95,13 @@ struct EnvOptions {
   bool one_gpu_visible = false;     // CUDA_VISIBLE_DEVICES=<its GPU> and LOCAL_RANK as usual
 };
 
-// The environment a launch exports for one task, in a stable order.
+// Whether NIC is a device name NCCL_IB_HCA can match: lower-case letters, digits and '_', from a
+// letter to a digit (mlx5_0, mlx5_bond_0, hfi1_0, bnxt_re1, rdmap16s27). A fabric dump's label
+// ("HCA-1"), a GUID or a plain node's "port-0" is not, and is never exported.
+bool is_device_name(std::string_view nic);
+
+// The environment a launch exports for one task, in a stable order. NCCL_IB_HCA lists the task's
+// NICs that are device names (none: not exported, NCCL chooses).
 std::vector<std::pair<std::string, std::string>> task_environment(const RankPlan& plan, int task,
                                                                   const EnvOptions& options);
 
