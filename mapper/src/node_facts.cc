@@ -29,7 +29,16 @@ std::string nic_netdev(const Graph& g, VertexId nic) {
   for (const auto& p : g.vertex(nic).nic.ports) {
     if (!p.netdev.empty()) return p.netdev;
   }
+  // A socket-only NIC (NCCL's socket transport names its nets after the interface).
+  const auto& ports = g.vertex(nic).nic.ports;
+  if (!ports.empty() && !topology::is_rdma(ports[0])) return ports[0].name;
   return {};
+}
+
+bool nic_rdma(const Graph& g, VertexId nic) {
+  const auto& ports = g.vertex(nic).nic.ports;
+  return std::any_of(ports.begin(), ports.end(),
+                     [](const topology::NetPort& p) { return topology::is_rdma(p); });
 }
 
 }  // namespace
@@ -40,6 +49,25 @@ NodeFacts node_facts(const topology::NodeTopology& node) {
   std::vector<VertexId> gpus = node.gpus();
   std::vector<VertexId> nics = node.nics();
   for (VertexId n : nics) facts.nic_names.push_back(nic_name(g, n));
+  // The NICs a GPU may use: the RDMA ones where the node has any (as gpu_locality() chooses).
+  std::vector<VertexId> usable = nics;
+  if (std::any_of(nics.begin(), nics.end(), [&](VertexId n) { return nic_rdma(g, n); })) {
+    usable.erase(std::remove_if(usable.begin(), usable.end(),
+                                [&](VertexId n) { return !nic_rdma(g, n); }),
+                 usable.end());
+  }
+  // NVML indices: a GPU the capture gives none (hwloc saw no nvml/cuda device for it) takes the
+  // next index no other GPU has, in graph (PCI) order, so two GPUs never share one.
+  std::vector<int> known;
+  for (VertexId gv : gpus) {
+    if (g.vertex(gv).gpu.dev >= 0) known.push_back(g.vertex(gv).gpu.dev);
+  }
+  int next_free = 0;
+  auto free_index = [&] {
+    while (std::find(known.begin(), known.end(), next_free) != known.end()) ++next_free;
+    known.push_back(next_free);
+    return next_free;
+  };
   // The node library's view (NCCL's rules) when it is there; the tree walk below otherwise.
   std::vector<topology::GpuLocality> locality;
   try {
@@ -47,12 +75,10 @@ NodeFacts node_facts(const topology::NodeTopology& node) {
   } catch (const topology::Error&) {
     locality.clear();
   }
-  int ordinal = 0;
   for (VertexId gv : gpus) {
     const auto& v = g.vertex(gv);
     GpuFacts f;
-    f.dev = v.gpu.dev >= 0 ? v.gpu.dev : ordinal;
-    ++ordinal;
+    f.dev = v.gpu.dev >= 0 ? v.gpu.dev : free_index();
     f.busid = v.busid;
     double nvl = 0, pcie = 0;
     for (auto l : g.links_of(gv)) {
@@ -77,7 +103,7 @@ NodeFacts node_facts(const topology::NodeTopology& node) {
       // Nearest NICs: those sharing the deepest common PCIe ancestor with the GPU.
       std::vector<VertexId> up = ancestors(g, gv);
       std::size_t best = up.size() + 1;
-      for (VertexId n : nics) {
+      for (VertexId n : usable) {
         std::vector<VertexId> nup = ancestors(g, n);
         std::size_t d = up.size() + 1;
         for (std::size_t i = 0; i < up.size(); ++i) {
@@ -97,7 +123,10 @@ NodeFacts node_facts(const topology::NodeTopology& node) {
         if (root.kind == VertexKind::kCpu) f.cpus = root.cpu.pus;
       }
     }
-    for (VertexId n : nearest) f.nics.push_back(nic_name(g, n));
+    // NCCL_IB_HCA's names: the nearest NICs that are RDMA devices (none on a socket-only node).
+    for (VertexId n : nearest) {
+      if (nic_rdma(g, n)) f.nics.push_back(nic_name(g, n));
+    }
     if (!nearest.empty()) {
       f.netdev = nic_netdev(g, nearest[0]);
       auto it = std::find(nics.begin(), nics.end(), nearest[0]);

@@ -234,13 +234,14 @@ Fabric parse_fabric_toml(const std::string& path, std::string_view text) {
       f.hosts[idx].node_type = type;
       f.hosts[idx].unit = unit_name;
       if (leaf_ids.empty()) continue;
+      // The unit names no NIC devices: the ports' NIC names stay unknown (the node type's
+      // capture names them).
       for (int k = 0; k < nics; ++k) {
-        std::string nic = "nic" + std::to_string(k);
         if (wiring == "rail") {
-          b.connect_host(idx, leaf_ids[static_cast<std::size_t>(k)], gbps, rate, nic, k);
+          b.connect_host(idx, leaf_ids[static_cast<std::size_t>(k)], gbps, rate, {}, k);
         } else {
           std::size_t leaf = i * leaf_ids.size() / hosts.size();
-          b.connect_host(idx, leaf_ids[leaf], gbps, rate, nic, k);
+          b.connect_host(idx, leaf_ids[leaf], gbps, rate, {}, k);
         }
       }
     }

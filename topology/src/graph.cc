@@ -25,6 +25,11 @@ std::string_view to_string(VertexKind k) {
   return "?";
 }
 
+bool is_rdma(const NetPort& p) {
+  if (p.port == 0) return false;
+  return !(p.port < 0 && !p.netdev.empty() && p.netdev == p.name);
+}
+
 std::string_view to_string(LinkKind k) {
   switch (k) {
     case LinkKind::kNvLink: return "nvlink";

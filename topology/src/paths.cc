@@ -365,7 +365,17 @@ std::vector<GpuLocality> gpu_locality(const NodeTopology& node) {
 
 std::vector<GpuLocality> gpu_locality(const NodeTopology& node, const NodePaths& paths) {
   const Graph& g = node.graph;
+  // NCCL's net devices are the RDMA ones when the node has any (its IB or net plugin), its
+  // socket interfaces only otherwise: a GPU's nearest NIC is chosen among those.
   std::vector<VertexId> nics = node.nics();
+  auto rdma = [&](VertexId n) {
+    const auto& ports = g.vertex(n).nic.ports;
+    return std::any_of(ports.begin(), ports.end(), [](const NetPort& p) { return is_rdma(p); });
+  };
+  if (std::any_of(nics.begin(), nics.end(), rdma)) {
+    nics.erase(std::remove_if(nics.begin(), nics.end(), [&](VertexId n) { return !rdma(n); }),
+               nics.end());
+  }
   std::vector<GpuLocality> out;
   for (VertexId gpu : node.gpus()) {
     GpuLocality loc;

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "cli/cli_support.h"
 #include "test_support.h"
@@ -129,6 +130,49 @@ TEST(MapCliTest, PlainNodeExportsNoInventedNicNames) {
   EXPECT_NE(env.out.find("0 RANK=0"), std::string::npos) << env.out;
   EXPECT_EQ(env.out.find("NCCL_IB_HCA"), std::string::npos) << env.out;
   EXPECT_EQ(env.out.find("NCCL_SOCKET_IFNAME"), std::string::npos) << env.out;
+}
+
+// `map --of env` for the lab's two nodes with CAPTURE as node type: task -> name -> value.
+std::map<int, std::map<std::string, std::string>> lab_env(const std::string& capture) {
+  CliRun r = cli("map --fabric " + source_dir() + "/etc/lab-cluster.toml --node-type " +
+                 topoaware::test::fixture(capture) + " --nodes 'node[1-2]' --of env");
+  EXPECT_EQ(r.rc, 0) << r.err;
+  std::map<int, std::map<std::string, std::string>> env;
+  std::istringstream in(r.out);
+  std::string line;
+  while (std::getline(in, line)) {
+    auto sp = line.find(' '), eq = line.find('=');
+    if (sp == std::string::npos || eq == std::string::npos) continue;
+    env[std::stoi(line.substr(0, sp))][line.substr(sp + 1, eq - sp - 1)] = line.substr(eq + 1);
+  }
+  return env;
+}
+
+TEST(MapCliTest, SocketOnlyNodesGetAnInterfaceAndNoHca) {
+  // Azure NCv4: NCCL's own dump with only its socket transport's eth0.
+  auto env = lab_env("nccl-topo/azure-ncv4-a100-4gpu-topo.xml");
+  ASSERT_EQ(env.size(), 8u);
+  for (auto& [task, e] : env) {
+    EXPECT_EQ(e.count("NCCL_IB_HCA"), 0u) << task;
+    EXPECT_EQ(e["NCCL_SOCKET_IFNAME"], "=eth0") << task;
+  }
+  // A Supermicro with an I350 (eth0, eth1) beside a ConnectX-4: the HCA, never the I350, and
+  // four GPUs with four distinct indices though hwloc named only one of them (cuda0).
+  env = lab_env("hwloc/hwloc-v2fmt-2s-xeon-e5-2650-cuda-mlx5-ib-wholeio.xml");
+  ASSERT_EQ(env.size(), 8u);
+  for (auto& [task, e] : env) {
+    EXPECT_EQ(e["NCCL_IB_HCA"], "=mlx5_0") << task;
+    EXPECT_EQ(e["NCCL_SOCKET_IFNAME"], "=ib0") << task;
+  }
+  std::vector<std::string> devs;
+  std::istringstream list(env[0]["CUDA_VISIBLE_DEVICES"]);
+  for (std::string d; std::getline(list, d, ',');) devs.push_back(d);
+  std::sort(devs.begin(), devs.end());
+  EXPECT_EQ(devs, (std::vector<std::string>{"0", "1", "2", "3"}));
+  // A node with no NIC at all (the DGX-2H capture lists none): nothing is invented.
+  env = lab_env("hwloc/hwloc-v2fmt-nvidia-dgx2h-16xV100-nvml-nvlinkbw.xml");
+  ASSERT_EQ(env.size(), 32u);
+  for (auto& [task, e] : env) EXPECT_EQ(e.count("NCCL_IB_HCA"), 0u) << task;
 }
 
 TEST(MapCliTest, BadInputAndUsageExitCodes) {

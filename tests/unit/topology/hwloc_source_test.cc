@@ -408,6 +408,15 @@ TEST(HwlocSource, WholeIoMachineGpusRelativeToMlx5) {
   EXPECT_EQ(paths.path(far, mlx).type, PathType::SYS);
   // The Radeon (VGA class, OpenCL device) is a GPU too; three M2075 plus one.
   EXPECT_EQ(n.gpus().size(), 4u);
+  // NCCL's nets are the RDMA devices when there are any: every GPU's nearest NIC is mlx5_0,
+  // though the I350's eth0 and eth1 sit under the same root complex as cuda0.
+  EXPECT_TRUE(is_rdma(g.vertex(mlx).nic.ports.at(0)));
+  VertexId eth0 = g.find_name(VertexKind::kNic, "eth0");
+  ASSERT_TRUE(eth0.valid());
+  EXPECT_FALSE(is_rdma(g.vertex(eth0).nic.ports.at(0)));
+  for (const GpuLocality& l : gpu_locality(n)) {
+    EXPECT_EQ(l.nearest_nics, std::vector<VertexId>{mlx}) << g.vertex(l.gpu).busid;
+  }
 }
 
 TEST(HwlocSource, V1FormatLoadsWithTheSameCpusAndNvidiaGpusAsV2) {

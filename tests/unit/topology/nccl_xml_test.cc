@@ -150,6 +150,9 @@ TEST(NcclXmlSource, AzureNcv4SelfNvlinkIsKeptAndExplained) {
   EXPECT_EQ(eth0.numa, 0);
   ASSERT_EQ(eth0.nic.ports.size(), 1u);
   EXPECT_DOUBLE_EQ(eth0.nic.ports[0].speed_mbps, 100000);
+  // NCCL's socket transport wrote it (port 0): no RDMA device, but still each GPU's NIC.
+  EXPECT_FALSE(is_rdma(eth0.nic.ports[0]));
+  for (const GpuLocality& l : gpu_locality(n)) EXPECT_EQ(l.nearest_nics.size(), 1u);
   int self_notes = 0;
   for (const std::string& note : n.notes) self_notes += note.find("to itself") != std::string::npos;
   EXPECT_EQ(self_notes, 4);

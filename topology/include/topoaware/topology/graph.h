@@ -95,6 +95,12 @@ struct NetPort {
   std::string netdev;      // ib0, ens1f0 when known
 };
 
+// Whether a port is an RDMA device's (InfiniBand, RoCE, EFA, Omni-Path: a name NCCL_IB_HCA or
+// a net plugin matches) rather than a plain socket interface. Verbs ports are numbered from 1;
+// NCCL's socket transport writes port 0, and an interface seen only as a netdev (hwloc, sysfs)
+// has no port and is named after itself.
+bool is_rdma(const NetPort& p);
+
 struct NicInfo {
   std::vector<NetPort> ports;
   bool virtual_nic = false;  // directly under a CPU (sockets, docker bridges)
