@@ -845,14 +845,13 @@ RankPlan plan(const topology::Fabric& fabric,
         tp.cpus = g->cpus;
       }
     }
-    if (tp.nics.empty()) {
-      // No node model names the NIC: the fabric's name for the port, when it is a device name
-      // NCCL_IB_HCA can match ("mlx5_3"; a dump's "HCA-1" label is not).
+    if (tp.nics.empty() || !is_device_name(tp.nics.front())) {
+      // The node model names no device for the NIC (a plain node's "port-K"): the fabric's name
+      // for this host's port when it has one ("mlx5_3"; or a dump's label "HCA-1", shown but
+      // never exported).
       const auto& hi = fabric.hosts[m.fabric_host[mh]];
-      if (static_cast<std::size_t>(slot.port) < hi.port_nic.size() &&
-          is_device_name(hi.port_nic[static_cast<std::size_t>(slot.port)])) {
-        tp.nics.push_back(hi.port_nic[static_cast<std::size_t>(slot.port)]);
-      }
+      const auto port = static_cast<std::size_t>(slot.port);
+      if (port < hi.port_nic.size() && !hi.port_nic[port].empty()) tp.nics = {hi.port_nic[port]};
     }
     out.rank_of_task.push_back(tp.rank);
   }

@@ -242,20 +242,28 @@ topology::NodeTopology make_node(int gpus, int nics, double nvlink_gbps, double 
     v.name = "NVSwitch";
     nvs = g.add_vertex(v);
   }
+  // One PCIe switch per GPU; with fewer NICs than GPUs, one per NIC shared by its GPUs (as on
+  // 8-GPU, 4-NIC servers), so that no GPU is equally near two NICs.
+  const bool shared = nics > 0 && nics < gpus;
   std::vector<VertexId> sw;
   for (int i = 0; i < gpus; ++i) {
-    int c = i * sockets / std::max(1, gpus);
-    Vertex s;
-    s.kind = VertexKind::kPciSwitch;
-    s.name = "PCIeSwitch" + std::to_string(i);
-    s.parent = cpu[static_cast<std::size_t>(c)];
-    s.numa = c;
+    const int si = shared ? i * nics / gpus : i;
+    // The socket of the switch's first GPU: a switch's GPUs share it.
+    int c = (static_cast<std::size_t>(si) < sw.size() ? g.vertex(sw[static_cast<std::size_t>(si)]).numa
+                                                       : i * sockets / std::max(1, gpus));
     char bus[32];
-    std::snprintf(bus, sizeof bus, "0000:%02x:00.0", 0x10 + 0x10 * i);
-    s.busid = bus;
-    VertexId sid = g.add_vertex(s);
-    sw.push_back(sid);
-    g.add_link(make_link(cpu[static_cast<std::size_t>(c)], sid, LinkKind::kPcie, 48));
+    if (static_cast<std::size_t>(si) == sw.size()) {
+      Vertex s;
+      s.kind = VertexKind::kPciSwitch;
+      s.name = "PCIeSwitch" + std::to_string(si);
+      s.parent = cpu[static_cast<std::size_t>(c)];
+      s.numa = c;
+      std::snprintf(bus, sizeof bus, "0000:%02x:00.0", 0x10 + 0x10 * i);
+      s.busid = bus;
+      sw.push_back(g.add_vertex(s));
+      g.add_link(make_link(cpu[static_cast<std::size_t>(c)], sw.back(), LinkKind::kPcie, 48));
+    }
+    VertexId sid = sw[static_cast<std::size_t>(si)];
     Vertex v;
     v.kind = VertexKind::kGpu;
     v.name = "GPU" + std::to_string(i);
@@ -271,12 +279,13 @@ topology::NodeTopology make_node(int gpus, int nics, double nvlink_gbps, double 
   }
   for (int k = 0; k < nics; ++k) {
     int at = gpus > 0 ? k * gpus / nics : 0;
+    const int si = shared ? k : at;  // the NIC's switch
     Vertex v;
     v.kind = VertexKind::kNic;
     v.name = "mlx5_" + std::to_string(k);
     if (!sw.empty()) {
-      v.parent = sw[static_cast<std::size_t>(at)];
-      v.numa = g.vertex(sw[static_cast<std::size_t>(at)]).numa;
+      v.parent = sw[static_cast<std::size_t>(si)];
+      v.numa = g.vertex(sw[static_cast<std::size_t>(si)]).numa;
     } else {
       v.parent = cpu[0];
     }

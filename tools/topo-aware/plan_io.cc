@@ -78,31 +78,25 @@ Loaded load_inputs(const MapInputs& in) {
     std::int64_t first = out.fabric.find_host(hosts[0]);
     int nics = in.gpus_per_node;
     double port = 50;
-    const topology::HostInfo* hi = nullptr;
     if (first >= 0) {
-      hi = &out.fabric.hosts[static_cast<std::size_t>(first)];
-      if (!hi->port_gbps.empty()) {
-        nics = static_cast<int>(hi->port_gbps.size());
-        port = hi->port_gbps[0];
+      const auto& hi = out.fabric.hosts[static_cast<std::size_t>(first)];
+      if (!hi.port_gbps.empty()) {
+        nics = static_cast<int>(hi.port_gbps.size());
+        port = hi.port_gbps[0];
       }
     }
     auto node = std::make_unique<topology::NodeTopology>(
         mapper::make_node(in.gpus_per_node, nics, 450, port));
-    // Its NICs are the fabric's ports: named as the fabric names them where that is a device
-    // name, "port-K" otherwise, and with no netdev, so that no invented name reaches NCCL.
+    // Its NICs are the hosts' fabric ports: "port-K" here, and in the plan each host's own name
+    // for the port where the fabric has one (plan()); no netdev is invented.
     std::size_t k = 0;
     for (topology::VertexId v : node->nics()) {
       auto& nic = node->graph.vertex(v);
-      std::string name = "port-" + std::to_string(k);
-      if (hi && k < hi->port_nic.size() && mapper::is_device_name(hi->port_nic[k])) {
-        name = hi->port_nic[k];
-      }
-      nic.name = name;
+      nic.name = "port-" + std::to_string(k++);
       for (auto& p : nic.nic.ports) {
-        p.name = name;
+        p.name = nic.name;
         p.netdev.clear();
       }
-      ++k;
     }
     out.node_store.push_back(std::move(node));
     out.nodes.assign(hosts.size(), out.node_store.back().get());

@@ -291,8 +291,7 @@ TEST(PlanTest, NicNamesReachNcclOnlyAsDeviceNames) {
                           "0mlx5", "mlx5_0:1", "ib 0"})
     EXPECT_FALSE(is_device_name(bad)) << bad;
 
-  // One NIC on socket 0 of a two-socket node: the GPUs of socket 1 use it too (SYS), as NCCL
-  // does, rather than no NIC.
+  // One NIC for four GPUs: every GPU uses it (they share its PCIe switch), none is left without.
   Cluster c = cluster(false);
   c.node = make_node(4, 1, 450, 50);
   Request r = request_of(whole_hosts(c.fabric, 4, 2), "tp=4");
@@ -300,6 +299,27 @@ TEST(PlanTest, NicNamesReachNcclOnlyAsDeviceNames) {
   for (const auto& t : p.tasks) {
     EXPECT_EQ(t.nics, std::vector<std::string>{"mlx5_0"}) << "task " << t.task;
     EXPECT_EQ(env_map(p, t.task, {})["NCCL_IB_HCA"], "=mlx5_0");
+  }
+  // A node model that names no device (the CLI's plain node: "port-K") takes each host's own
+  // name for the port from the fabric: a dump's label is shown, a device name exported.
+  for (topology::VertexId v : c.node.nics()) {
+    c.node.graph.vertex(v).name = "port-0";
+    for (auto& port : c.node.graph.vertex(v).nic.ports) port.name = "port-0";
+  }
+  const std::uint32_t h0 = c.fabric.host_index.at(r.hosts[0]);
+  const std::uint32_t h1 = c.fabric.host_index.at(r.hosts[1]);
+  c.fabric.hosts[h0].port_nic[0] = "HCA-1";
+  c.fabric.hosts[h1].port_nic[0] = "mlx5_4";
+  p = plan(c.fabric, same_node(c, 2), r);
+  for (const auto& t : p.tasks) {
+    auto env = env_map(p, t.task, {});
+    if (t.host == 0) {
+      EXPECT_EQ(t.nics, std::vector<std::string>{"HCA-1"});
+      EXPECT_EQ(env.count("NCCL_IB_HCA"), 0u);
+    } else {
+      EXPECT_EQ(t.nics, std::vector<std::string>{"mlx5_4"});
+      EXPECT_EQ(env["NCCL_IB_HCA"], "=mlx5_4");
+    }
   }
   // A name that is no device is planned and shown, but never exported.
   p.tasks[1].nics = {"HCA-2"};

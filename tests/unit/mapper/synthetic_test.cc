@@ -11,6 +11,7 @@
 #include <string>
 
 #include "topoaware/mapper/layout.h"
+#include "topoaware/topology/paths.h"
 
 namespace topoaware::mapper {
 namespace {
@@ -66,3 +67,19 @@ TEST(SyntheticFragmentedHosts, DeterministicPerSeedAndScatteredByNames) {
 
 }  // namespace
 }  // namespace topoaware::mapper
+
+TEST(SyntheticNode, EachGpuHasOneNearestNicAndNicsAreSharedEvenly) {
+  for (auto [gpus, nics] : {std::pair{8, 8}, {8, 4}, {8, 2}, {4, 1}, {8, 3}}) {
+    topoaware::topology::NodeTopology node = topoaware::mapper::make_node(gpus, nics, 450, 50);
+    std::map<std::size_t, int> users;  // NIC vertex -> GPUs it is nearest to
+    for (const auto& l : topoaware::topology::gpu_locality(node)) {
+      ASSERT_EQ(l.nearest_nics.size(), 1u) << gpus << " GPUs, " << nics << " NICs";
+      ++users[l.nearest_nics[0].value];
+    }
+    ASSERT_EQ(users.size(), static_cast<std::size_t>(nics)) << gpus << " GPUs, " << nics;
+    for (auto [nic, n] : users) {
+      EXPECT_GE(n, gpus / nics) << gpus << " GPUs, " << nics << " NICs";
+      EXPECT_LE(n, (gpus + nics - 1) / nics) << gpus << " GPUs, " << nics << " NICs";
+    }
+  }
+}

@@ -34,8 +34,9 @@ struct FatTreeSpec {
 // The fabric, analyzed. Host i (wiring order) is named prefix + 5 digits, shuffled when asked.
 topology::Fabric make_fat_tree(const FatTreeSpec& spec);
 
-// A node: one CPU per half of the GPUs, one PCIe switch per GPU with its NIC (nics == gpus) or
-// NICs spread over the switches, all GPUs on one NVSwitch of `nvlink_gbps` per GPU.
+// A node: one CPU per half of the GPUs (linked), one PCIe switch per GPU with its NIC (nics ==
+// gpus; more NICs spread over the switches), or with fewer NICs one switch per NIC shared by
+// its GPUs; all GPUs on one NVSwitch of `nvlink_gbps` per GPU.
 topology::NodeTopology make_node(int gpus, int nics, double nvlink_gbps, double nic_gbps);
 
 // A step's allocation on a cluster `busy` (0..1) full: per host, how many GPUs other jobs use
