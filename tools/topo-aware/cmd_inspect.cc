@@ -117,9 +117,25 @@ std::string escape(const std::string& s) {
   return o;
 }
 
-// Hosts along the bottom in locality order, one row of group nodes per network level above;
-// each edge's colour is its busiest dim's load / bandwidth relative to the step's worst link,
-// its width the bytes it carries per step.
+// Compact rank ranges: {0,1,2,3,8,9} -> "0-3,8-9".
+std::string ranges(std::vector<std::size_t> v) {
+  std::sort(v.begin(), v.end());
+  std::string out;
+  for (std::size_t i = 0; i < v.size();) {
+    std::size_t j = i;
+    while (j + 1 < v.size() && v[j + 1] == v[j] + 1) ++j;
+    if (!out.empty()) out += ',';
+    out += std::to_string(v[i]);
+    if (j > i) out += '-' + std::to_string(v[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+// Hosts along the bottom in locality order, labelled with their names and ranks, one row of
+// group nodes per network level above (labelled where there is room); each edge's colour is its
+// busiest dim's load / bandwidth relative to the step's worst link, its width the bytes it
+// carries per step. Every element has a <title> with the exact figures.
 std::string render_svg(const Scored& s) {
   const mapper::Machine& m = s.instance.machine;
   const std::size_t H = m.hosts.size();
@@ -133,12 +149,28 @@ std::string render_svg(const Scored& s) {
     }
     return false;
   });
+  std::vector<std::vector<std::size_t>> ranks_of_host(H);
+  for (std::size_t r = 0; r < s.slot_of_rank.size(); ++r) {
+    ranks_of_host[m.slots[s.slot_of_rank[r]].host].push_back(r);
+  }
   const double dx = std::max(6.0, std::min(60.0, 1400.0 / static_cast<double>(H)));
-  const double width = 80 + dx * static_cast<double>(H);
-  const double row = 90;
-  const double height = 120 + row * static_cast<double>(m.levels.size() + 1);
+  const double width = std::max(960.0, 80 + dx * static_cast<double>(H));
+  const double row = 90, top = 60;
+  // Host labels run downwards under the hosts, when a host is wide enough for a line of text.
+  const double label_font = std::min(11.0, dx * 0.8);
+  const bool host_labels = label_font >= 6;
+  std::size_t longest = 0;
+  for (std::size_t h = 0; h < H; ++h) {
+    longest = std::max(longest, m.hosts[h].size() + 1 + std::min<std::size_t>(
+                                                          20, ranges(ranks_of_host[h]).size()));
+  }
+  const double label_room =
+      host_labels ? 16 + 0.62 * label_font * static_cast<double>(longest) : 20;
+  const double base_y = top + row * static_cast<double>(m.levels.size());
+  const double height = base_y + 14 + label_room;
   std::vector<double> hx(H);
-  for (std::size_t i = 0; i < H; ++i) hx[order[i]] = 40 + dx * (static_cast<double>(i) + 0.5);
+  const double x0 = std::max(40.0, (width - dx * static_cast<double>(H)) / 2);
+  for (std::size_t i = 0; i < H; ++i) hx[order[i]] = x0 + dx * (static_cast<double>(i) + 0.5);
   // Loads per host (NIC) and per (level, group) uplink.
   double worst = 0, max_bytes = 0;
   std::vector<double> host_bytes(H, 0), host_peak(H, 0);
@@ -161,12 +193,21 @@ std::string render_svg(const Scored& s) {
   std::ostringstream o;
   o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
     << "\" font-family=\"sans-serif\" font-size=\"11\">\n";
-  o << "<text x=\"10\" y=\"18\">topo-aware inspect: "
-    << escape(std::to_string(s.slot_of_rank.size())) << " ranks, modeled "
-    << escape(seconds(s.cost.seconds))
-    << " per step; colour = load/bandwidth of the busiest dim (red = the step's worst link), "
-       "width = bytes</text>\n";
-  const double base_y = height - 40;
+  o << "<rect width=\"100%\" height=\"100%\" fill=\"#fff\"/>\n";
+  o << "<text x=\"10\" y=\"18\" font-size=\"13\">topo-aware inspect: "
+    << escape(std::to_string(s.slot_of_rank.size())) << " ranks on " << H << " hosts, modeled "
+    << escape(seconds(s.cost.seconds)) << " of communication per step</text>\n";
+  o << "<text x=\"10\" y=\"36\">bottleneck: " << escape(s.cost.bottleneck)
+    << ". Line width: bytes per step; colour: the busiest dim's time on the link, as a share of "
+       "the worst link's</text>\n";
+  // Colour legend, top right.
+  const double lx = width - 170;
+  for (int i = 0; i < 10; ++i) {
+    o << "<rect x=\"" << lx + 12 * i << "\" y=\"44\" width=\"12\" height=\"8\" fill=\""
+      << color(i / 9.0) << "\"/>\n";
+  }
+  o << "<text x=\"" << lx - 4 << "\" y=\"52\" text-anchor=\"end\">idle</text>\n";
+  o << "<text x=\"" << lx + 124 << "\" y=\"52\">worst</text>\n";
   // Group positions per level: mean x of their hosts.
   std::vector<std::vector<double>> gx(m.levels.size());
   for (std::size_t l = 0; l < m.levels.size(); ++l) {
@@ -180,20 +221,34 @@ std::string render_svg(const Scored& s) {
   }
   auto level_y = [&](std::size_t l) { return base_y - row * static_cast<double>(l + 1); };
   for (std::size_t h = 0; h < H; ++h) {
+    const std::string ranks = ranges(ranks_of_host[h]);
     if (!m.levels.empty()) {
       double x2 = gx[0][m.levels[0].group_of_host[h]];
       o << "<line x1=\"" << hx[h] << "\" y1=\"" << base_y << "\" x2=\"" << x2 << "\" y2=\""
         << level_y(0) << "\" stroke=\"" << color(worst > 0 ? host_peak[h] / worst : 0)
         << "\" stroke-width=\"" << stroke(host_bytes[h]) << "\"><title>" << escape(m.hosts[h])
-        << " NICs: " << escape(gigabytes(host_bytes[h])) << "</title></line>\n";
+        << " NICs: " << escape(gigabytes(host_bytes[h])) << " per step</title></line>\n";
     }
     o << "<rect x=\"" << hx[h] - dx * 0.4 << "\" y=\"" << base_y << "\" width=\"" << dx * 0.8
       << "\" height=\"14\" fill=\"#ddd\" stroke=\"#555\"><title>" << escape(m.hosts[h])
-      << "</title></rect>\n";
+      << ": ranks " << escape(ranks) << "</title></rect>\n";
+    if (host_labels) {
+      o << "<text transform=\"translate(" << hx[h] + label_font * 0.35 << "," << base_y + 18
+        << ") rotate(90)\" font-size=\"" << label_font << "\">" << escape(m.hosts[h]) << " "
+        << escape(ranks.size() > 18 ? ranks.substr(0, 17) + "..." : ranks) << "</text>\n";
+    }
   }
   for (std::size_t l = 0; l < m.levels.size(); ++l) {
     const auto& lv = m.levels[l];
+    // Room for a label beside each group's node: the narrowest gap between neighbours.
+    std::vector<double> xs(gx[l]);
+    std::sort(xs.begin(), xs.end());
+    double gap = width;
+    for (std::size_t i = 1; i < xs.size(); ++i) gap = std::min(gap, xs[i] - xs[i - 1]);
     for (std::size_t g = 0; g < lv.uplink_gbps.size(); ++g) {
+      auto it = up.find({static_cast<int>(l), static_cast<std::int64_t>(g)});
+      double bytes = it == up.end() ? 0 : it->second.first;
+      double peak = it == up.end() ? 0 : it->second.second;
       if (l + 1 < m.levels.size()) {
         // The parent group: that of any host in this group.
         double px = 0;
@@ -203,21 +258,26 @@ std::string render_svg(const Scored& s) {
             break;
           }
         }
-        auto it = up.find({static_cast<int>(l), static_cast<std::int64_t>(g)});
-        double bytes = it == up.end() ? 0 : it->second.first;
-        double peak = it == up.end() ? 0 : it->second.second;
         o << "<line x1=\"" << gx[l][g] << "\" y1=\"" << level_y(l) << "\" x2=\"" << px << "\" y2=\""
           << level_y(l + 1) << "\" stroke=\"" << color(worst > 0 ? peak / worst : 0)
           << "\" stroke-width=\"" << stroke(bytes) << "\"><title>" << escape(lv.group_label[g])
-          << " uplink: " << escape(gigabytes(bytes)) << " at " << lv.uplink_gbps[g]
+          << " uplink: " << escape(gigabytes(bytes)) << " per step at " << lv.uplink_gbps[g]
           << " GB/s</title></line>\n";
       }
       o << "<circle cx=\"" << gx[l][g] << "\" cy=\"" << level_y(l) << "\" r=\"6\" fill=\"#fff\" "
         << "stroke=\"#333\"><title>" << escape(lv.group_label[g]) << "</title></circle>\n";
+      if (gap >= 70) {
+        std::string label = lv.group_label[g];
+        const std::size_t fits = static_cast<std::size_t>((gap - 14) / 6);
+        if (label.size() > fits) label = label.substr(0, fits > 3 ? fits - 3 : 0) + "...";
+        o << "<text x=\"" << gx[l][g] + 9 << "\" y=\"" << level_y(l) - 8 << "\" font-size=\"10\" "
+          << "fill=\"#333\">" << escape(label) << "</text>\n";
+      }
     }
-    o << "<text x=\"4\" y=\"" << level_y(l) - 8 << "\">" << escape(lv.name) << "</text>\n";
+    o << "<text x=\"4\" y=\"" << level_y(l) + 4 << "\" font-weight=\"bold\">" << escape(lv.name)
+      << "</text>\n";
   }
-  o << "<text x=\"4\" y=\"" << base_y + 28 << "\">hosts</text>\n";
+  o << "<text x=\"4\" y=\"" << base_y + 11 << "\" font-weight=\"bold\">hosts</text>\n";
   o << "</svg>\n";
   return o.str();
 }

@@ -93,6 +93,12 @@ TEST(MapCliTest, InspectRecomputesThePlan) {
   std::string text((std::istreambuf_iterator<char>(s)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("<svg"), std::string::npos);
   EXPECT_NE(text.find("node3"), std::string::npos);
+  // Hosts are labelled with their ranks in the picture itself, not only in tooltips.
+  std::string label = ">node1 ";
+  for (const auto& t : p["ranks"]) {
+    if (t["host"] == "node1" && t["rank"] == 0) label += "0-";
+  }
+  EXPECT_NE(text.find(label), std::string::npos) << label;
   CliRun t = cli("inspect " + plan);
   EXPECT_EQ(t.rc, 0);
   EXPECT_NE(t.out.find("per dim"), std::string::npos);
