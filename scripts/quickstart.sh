@@ -2,9 +2,12 @@
 # The main job, as README's quick start runs it: installs what is missing, builds (release, in
 # build/release, reused), brings up (or reuses) the local Slurm lab -- 4 fake DGX H100 nodes,
 # each slurmd in its own network namespace, two leaf switches -- and runs one real
-#   srun -N2 -n16 --topo-aware=tp=8,pp=2
-# step through the topo-aware SPANK plugin. Prints the per-rank plan every task received and the
-# plan's modeled cost against Slurm's order. Without root (or without Slurm) it cannot start the
+#   srun -N4 -n32 --topo-aware=tp=4,cp=2,pp=2
+# step through the topo-aware SPANK plugin: a long-context layout over both leaves, where
+# Slurm's order sends the data-parallel gradients between hosts and the plan keeps them inside
+# one. Prints the per-rank plan every task received and the plan's modeled cost against Slurm's
+# order. LAYOUT, NODES and TASKS choose another step (LAYOUT=tp=8,pp=2 NODES=2 TASKS=16).
+# Without root (or without Slurm) it cannot start the
 # lab, says so, and shows the same plan offline with `topo-aware map`.
 # The lab stays up for more sruns (export SLURM_CONF=/tmp/topo-aware-lab/etc/slurm.conf);
 # stop it with tests/lab/lab.sh down.
@@ -12,9 +15,9 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
 build=build/release
-layout=${LAYOUT:-tp=8,pp=2}
-nodes=${NODES:-2}
-tasks=${TASKS:-16}
+layout=${LAYOUT:-tp=4,cp=2,pp=2}
+nodes=${NODES:-4}
+tasks=${TASKS:-32}
 capture=$here/tests/fixtures/nccl-topo/dgx-h100-topo.xml
 fabric=$here/etc/lab-cluster.toml
 

@@ -286,17 +286,25 @@ std::string seconds_text(double s) {
 void summarize(const mapper::RankPlan& plan, ta_line_fn out, void* arg) {
   char buf[512];
   const double base = plan.block_cost.seconds;
+  const double change = base > 0 ? (plan.cost.seconds - base) / base * 100 : 0;
   std::snprintf(buf, sizeof buf,
-                "topo-aware: plan %s: modeled communication %s per step, Slurm's order %s%s",
+                "topo-aware: plan %s: modeled communication %s per step, Slurm's order %s "
+                "(%+.1f%%)%s",
                 plan.layout.spec.empty() ? "dp" : plan.layout.spec.c_str(),
-                seconds_text(plan.cost.seconds).c_str(), seconds_text(base).c_str(),
+                seconds_text(plan.cost.seconds).c_str(), seconds_text(base).c_str(), change,
                 plan.rail_optimized ? ", rail-optimized fabric" : "");
   out(arg, 1, buf);
-  for (const auto& dim : plan.cost.dims) {
+  for (std::size_t i = 0; i < plan.cost.dims.size(); ++i) {
+    const auto& dim = plan.cost.dims[i];
+    // A dim of size 1 has no groups that communicate: nothing to say.
+    if (dim.groups_in_host + dim.groups_in_leaf + dim.groups_across == 0) continue;
+    const double slurm = i < plan.block_cost.dims.size() ? plan.block_cost.dims[i].seconds : 0;
     std::snprintf(buf, sizeof buf,
-                  "topo-aware:   %s: %s, groups inside a host %d, inside a leaf %d, across %d",
-                  dim.dim.c_str(), seconds_text(dim.seconds).c_str(), dim.groups_in_host,
-                  dim.groups_in_leaf, dim.groups_across);
+                  "topo-aware:   %s: %s (Slurm's order %s), groups inside a host %d, inside a "
+                  "leaf %d, across %d",
+                  dim.dim.c_str(), seconds_text(dim.seconds).c_str(),
+                  seconds_text(slurm).c_str(), dim.groups_in_host, dim.groups_in_leaf,
+                  dim.groups_across);
     out(arg, 1, buf);
   }
 }

@@ -155,6 +155,9 @@ job=$(job_of main)
 check "per-job directory removed after the step" test ! -e "$LAB/jobs/$job"
 lab_srun plainv -N4 -n32 -v --topo-aware=tp=8,pp=2 true
 check "srun -v prints the plan summary" grep -q 'topo-aware: plan tp=8,pp=2' "$OUT/plainv.err"
+check "srun -v compares each dim with Slurm's order" \
+  grep -q "topo-aware:   pp: .* (Slurm's order .*), groups inside a host" "$OUT/plainv.err"
+check "srun -v leaves out dims of size 1" bash -c "! grep -q 'topo-aware:   cp:' '$OUT/plainv.err'"
 
 # A job of an ordinary user: the per-job directory and the XML belong to that user.
 # With job_dir missing, slurmstepd (root) re-creates it like /tmp (root, 1777) first.
