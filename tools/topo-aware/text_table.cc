@@ -1,6 +1,7 @@
 #include "text_table.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 namespace topoaware::cli {
@@ -24,8 +25,13 @@ std::string text_table(const std::vector<std::vector<std::string>>& rows) {
 }
 
 std::string figure(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.4g", v);
+  // Four significant digits, never in exponent form: 0.5, 12.5, 6250, 125000.
+  char buf[48];
+  if (std::fabs(v) >= 1e4 && std::fabs(v) < 1e15) {
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.4g", v);
+  }
   return buf;
 }
 
