@@ -25,15 +25,28 @@ struct FabricOptions {
 
 std::string gb(double v) { return figure(v) + " GB/s"; }
 
-// At most `limit` names, then "... (N more)".
-std::string some(std::vector<std::string> names, std::size_t limit) {
+// The names as a Slurm hostlist, cut after about `width` characters with "... (N more)"; a
+// width of 0 never cuts.
+std::string some(std::vector<std::string> names, std::size_t width) {
   std::sort(names.begin(), names.end(), [](const std::string& a, const std::string& b) {
     return topology::hostname_less(a, b);
   });
-  std::string out = topology::compress_hostlist(std::vector<std::string>(
-      names.begin(), names.begin() + static_cast<long>(std::min(limit, names.size()))));
-  if (names.size() > limit) out += " ... (" + std::to_string(names.size() - limit) + " more)";
-  return out;
+  std::string all = topology::compress_hostlist(names);
+  if (width == 0 || all.size() <= width) return all;
+  auto prefix = [&](std::size_t k) {
+    return topology::compress_hostlist(
+        std::vector<std::string>(names.begin(), names.begin() + static_cast<long>(k)));
+  };
+  // The most names whose hostlist fits (at least one): the length grows with k.
+  std::size_t lo = 1, hi = names.size();
+  while (lo < hi) {
+    std::size_t mid = (lo + hi + 1) / 2;
+    if (prefix(mid).size() <= width)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return prefix(lo) + " ... (" + std::to_string(names.size() - lo) + " more)";
 }
 
 std::string fabric_to_text(const topology::Fabric& f, int verbose) {
@@ -56,7 +69,7 @@ std::string fabric_to_text(const topology::Fabric& f, int verbose) {
     char ov[32];
     std::snprintf(ov, sizeof ov, "%.3g:1", t.oversubscription);
     rows.push_back({std::to_string(t.tier), std::to_string(t.switches.size()), gb(t.down_gbps),
-                    gb(t.up_gbps), t.up_gbps > 0 ? ov : "-", some(names, verbose > 0 ? 1000 : 6)});
+                    gb(t.up_gbps), t.up_gbps > 0 ? ov : "-", some(names, verbose > 0 ? 0 : 120)});
   }
   out << text_table(rows) << "\n";
 
@@ -75,7 +88,7 @@ std::string fabric_to_text(const topology::Fabric& f, int verbose) {
       }
       r.push_back({lv.group_name[k], std::to_string(members[k].size()),
                    gb(lv.group_downlink_gbps[k]), gb(lv.group_uplink_gbps[k]),
-                   some(members[k], verbose > 0 ? 100000 : 8)});
+                   some(members[k], verbose > 0 ? 0 : 64)});
     }
     out << text_table(r);
   }
@@ -100,7 +113,7 @@ std::string fabric_to_text(const topology::Fabric& f, int verbose) {
     for (const NvlinkDomain& d : f.nvlink_domains) {
       std::vector<std::string> names;
       for (std::uint32_t h : d.hosts) names.push_back(f.hosts[h].name);
-      out << "  " << d.name << ": " << d.hosts.size() << " hosts (" << some(names, 8) << ")";
+      out << "  " << d.name << ": " << d.hosts.size() << " hosts (" << some(names, 64) << ")";
       if (d.gpu_bandwidth > 0) out << ", " << gb(d.gpu_bandwidth) << " per GPU";
       out << "\n";
     }
@@ -110,8 +123,8 @@ std::string fabric_to_text(const topology::Fabric& f, int verbose) {
     if (h.excluded) excluded.push_back(h.name);
     if (h.degraded < 1.0) degraded.push_back(h.name);
   }
-  if (!excluded.empty()) out << "\nexcluded hosts: " << some(excluded, 20) << "\n";
-  if (!degraded.empty()) out << "degraded hosts: " << some(degraded, 20) << "\n";
+  if (!excluded.empty()) out << "\nexcluded hosts: " << some(excluded, 120) << "\n";
+  if (!degraded.empty()) out << "degraded hosts: " << some(degraded, 120) << "\n";
   if (!f.node_types.empty()) {
     out << "\nnode types:\n";
     for (const NodeType& t : f.node_types) {
