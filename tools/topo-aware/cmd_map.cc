@@ -85,12 +85,18 @@ std::string render_table(const mapper::RankPlan& p, const mapper::RankPlan* topo
     tiers.push_back({p.cost.tiers[i].tier, gigabytes(p.cost.tiers[i].bytes), gigabytes(b)});
   }
   out << "\nbytes per tier:\n" << text_table(tiers);
+  // The task's HCAs; a socket-only node's interface (NCCL_SOCKET_IFNAME) when it has none.
+  auto nic_text = [](const mapper::TaskPlan& t) -> std::string {
+    if (!t.nics.empty()) return join(t.nics);
+    if (!t.netdev.empty()) return t.netdev + " (socket)";
+    return "-";
+  };
   std::vector<std::vector<std::string>> rows = {
       {"task", "rank", "host", "local", "gpu", "busid", "nic", "cpus", "coords"}};
   for (const auto& t : p.tasks) {
     rows.push_back({std::to_string(t.task), std::to_string(t.rank), p.hosts[t.host],
                     std::to_string(t.local_rank), std::to_string(t.gpu),
-                    t.gpu_busid.empty() ? "-" : t.gpu_busid, t.nics.empty() ? "-" : join(t.nics),
+                    t.gpu_busid.empty() ? "-" : t.gpu_busid, nic_text(t),
                     t.cpus.empty() ? "-" : cpu_ranges(t.cpus), coords_text(t)});
   }
   out << "\ntasks:\n" << text_table(rows);

@@ -162,6 +162,10 @@ TEST(MapCliTest, SocketOnlyNodesGetAnInterfaceAndNoHca) {
     EXPECT_EQ(e.count("NCCL_IB_HCA"), 0u) << task;
     EXPECT_EQ(e["NCCL_SOCKET_IFNAME"], "=eth0") << task;
   }
+  CliRun table = cli("map --fabric " + source_dir() + "/etc/lab-cluster.toml --node-type " +
+                     topoaware::test::fixture("nccl-topo/azure-ncv4-a100-4gpu-topo.xml") +
+                     " --nodes 'node[1-2]'");
+  EXPECT_NE(table.out.find(" eth0 (socket) "), std::string::npos) << table.out;
   // A Supermicro with an I350 (eth0, eth1) beside a ConnectX-4: the HCA, never the I350, and
   // four GPUs with four distinct indices though hwloc named only one of them (cuda0).
   env = lab_env("hwloc/hwloc-v2fmt-2s-xeon-e5-2650-cuda-mlx5-ib-wholeio.xml");
