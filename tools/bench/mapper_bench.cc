@@ -20,6 +20,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <numeric>
@@ -216,8 +217,9 @@ void print_detail(const char* label, const CostReport& c) {
 
 Row run(const std::string& name, const Family& fam, const topology::Fabric& fabric,
         const topology::NodeTopology& node, const Allocation& a, const std::string& layout,
-        Alloc alloc, bool with_scotch, bool detail) {
+        Alloc alloc, bool with_scotch, bool detail, long long moves) {
   Request r;
+  r.refine_moves = moves;
   r.hosts = a.hosts;
   r.tasks_per_host = a.tasks_per_host;
   r.layout = parse_layout(layout);
@@ -294,11 +296,14 @@ FatTreeSpec three_tier(int hosts, int per_leaf, int leaves_per_pod, double overs
 int main(int argc, char** argv) {
   bool quick = false, scotch = true, scale = true, suite = true, detail = false;
   std::string only;
+  long long moves = -1;  // refinement budget; -1: the library's default
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--only") && i + 1 < argc)
       only = argv[++i];
     else if (!std::strcmp(argv[i], "--detail"))
       detail = true;
+    else if (!std::strcmp(argv[i], "--moves") && i + 1 < argc)
+      moves = std::atoll(argv[++i]);
     else if (!std::strcmp(argv[i], "--quick"))
       quick = true;
     else if (!std::strcmp(argv[i], "--no-scotch"))
@@ -310,8 +315,9 @@ int main(int argc, char** argv) {
     else {
       std::fprintf(stderr,
                    "usage: mapper_bench [--quick] [--no-scotch] [--no-scale | --scale-only] "
-                   "[--only TEXT] [--detail]\n"
+                   "[--only TEXT] [--detail] [--moves N]\n"
                    "  --only TEXT  run only instances whose \"name layout\" contains TEXT\n"
+                   "  --moves N    refinement budget in moves per plan (default: the mapper's, 100)\n"
                    "  --detail     per-dim cost of block and topo, with the bottleneck\n");
       return 2;
     }
@@ -467,7 +473,7 @@ int main(int argc, char** argv) {
         if (!only.empty() && (name + " " + lay).find(only) == std::string::npos) continue;
         Row row;
         try {
-          row = run(name, *c.fam, *c.fabric, node, c.a, lay, c.alloc, scotch, detail);
+          row = run(name, *c.fam, *c.fabric, node, c.a, lay, c.alloc, scotch, detail, moves);
         } catch (const std::exception& e) {
           std::printf("  %-36s %-30s skipped: %s\n", name.c_str(), lay.c_str(), e.what());
           continue;
