@@ -5,6 +5,7 @@
 #include <array>
 #include <cmath>
 #include <deque>
+#include <limits>
 #include <queue>
 #include <utility>
 
@@ -376,6 +377,14 @@ std::vector<GpuLocality> gpu_locality(const NodeTopology& node, const NodePaths&
     nics.erase(std::remove_if(nics.begin(), nics.end(), [&](VertexId n) { return !rdma(n); }),
                nics.end());
   }
+  // NCCL's GPU-to-NET path ends with the port's own link (speed / 8000 GB/s), so behind one Gen5
+  // PCIe path a 100G port gives 12.5 GB/s and a 400G port 48: NCCL picks the 400G one. A NIC whose
+  // ports do not say their speed (NCCL asks the plugin then) counts at its PCIe bandwidth.
+  auto port_cap = [&](VertexId n) {
+    double mbps = -1;
+    for (const NetPort& p : g.vertex(n).nic.ports) mbps = std::max(mbps, p.speed_mbps);
+    return mbps > 0 ? net_bandwidth(mbps) : std::numeric_limits<double>::infinity();
+  };
   std::vector<GpuLocality> out;
   for (VertexId gpu : node.gpus()) {
     GpuLocality loc;
@@ -383,6 +392,7 @@ std::vector<GpuLocality> gpu_locality(const NodeTopology& node, const NodePaths&
     for (VertexId nic : nics) {
       Path p = paths.path(gpu, nic);
       if (p.type == PathType::DIS) continue;
+      p.bandwidth = std::min(p.bandwidth, port_cap(nic));
       bool wins = loc.nearest_nics.empty() || p.bandwidth > loc.bandwidth_to_nic ||
                   (p.bandwidth == loc.bandwidth_to_nic && p.type < loc.path_to_nic);
       bool ties = !loc.nearest_nics.empty() && p.bandwidth == loc.bandwidth_to_nic &&

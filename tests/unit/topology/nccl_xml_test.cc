@@ -240,6 +240,43 @@ TEST(NcclXmlSource, ModalB200NvswitchTargetsMergeIntoOneNvsPerGpu) {
   EXPECT_EQ(n.graph.vertex(bridge).nic.ports.size(), 5u);
 }
 
+// Modal's B200 VM puts GPUs 0-3 beside two NICs under their CPU: a host bridge with four 100G
+// ports and a 200G one (mlx5_0..4), and a card with four 400G ports (mlx5_5..8). Both are PHB
+// behind Gen5 x16 (48 GB/s), but NCCL's GPU->NET path includes the port's link: 12.5 or 25 GB/s
+// against 50. NCCL sends GPUs 0-3 through the 400G card; binding them to mlx5_0 would quarter
+// their network bandwidth.
+TEST(NcclXmlSource, ModalB200GpusAreNearestThe400GCardNotThe100GPorts) {
+  NodeTopology n =
+      load_nccl_xml(nccl_fixture("modal-hgx-b200-vm-8gpu-handedited-p2p-nvlink-topo.xml"));
+  VertexId slow = n.graph.find_busid("0000:00:00.0");
+  VertexId fast0 = n.graph.find_busid("0002:00:00.0");
+  VertexId fast1 = n.graph.find_busid("0003:00:00.0");
+  ASSERT_TRUE(slow.valid() && fast0.valid() && fast1.valid());
+  std::vector<GpuLocality> loc = gpu_locality(n);
+  ASSERT_EQ(loc.size(), 8u);
+  for (const GpuLocality& l : loc) {
+    const Vertex& gpu = n.graph.vertex(l.gpu);
+    VertexId want = gpu.numa == 0 ? fast0 : fast1;
+    EXPECT_EQ(l.nearest_nics, std::vector<VertexId>{want}) << gpu.busid;
+    EXPECT_EQ(l.path_to_nic, PathType::PHB) << gpu.busid;
+    EXPECT_DOUBLE_EQ(l.bandwidth_to_nic, 48.0) << gpu.busid;  // Gen5 x16, under the 400G port
+  }
+  EXPECT_EQ(n.graph.vertex(fast0).name, "mlx5_5");
+}
+
+// Panlichen's RTX 3090 box: GPUs 4-7 share a PCIe switch with a ConnectX-6 running FDR (56 Gb/s);
+// NCCL's path bandwidth is the port's 7 GB/s, not the Gen4 switch's 24.
+TEST(NcclXmlSource, PanlichenFdrPortCapsTheGpuToNicBandwidth) {
+  NodeTopology n = load_nccl_xml(nccl_fixture("panlichen-8xRTX3090-plx-cx6-fdr-topo.xml"));
+  std::vector<GpuLocality> loc = gpu_locality(n);
+  ASSERT_EQ(loc.size(), 8u);
+  for (const GpuLocality& l : loc) {
+    ASSERT_EQ(l.nearest_nics.size(), 1u);
+    EXPECT_EQ(n.graph.vertex(l.nearest_nics[0]).name, "mlx5_0");
+    EXPECT_DOUBLE_EQ(l.bandwidth_to_nic, 56000.0 / 8000.0) << n.graph.vertex(l.gpu).busid;
+  }
+}
+
 TEST(NcclXmlSource, SugarlxnVirtualNicsRepeatedUnderEachCpu) {
   NodeTopology n =
       load_nccl_xml(nccl_fixture("sugarlxn-4xRTX4090-epyc-8numa-virtualnics-topo.xml"));

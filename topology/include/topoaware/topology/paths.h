@@ -79,7 +79,7 @@ struct GpuLocality {
   VertexId gpu;
   std::vector<VertexId> nearest_nics;  // NCCL's candidates: highest bandwidth, then lowest type
   PathType path_to_nic = PathType::DIS;
-  double bandwidth_to_nic = 0;
+  double bandwidth_to_nic = 0;  // NCCL's GPU->NET bandwidth: the PCIe path, capped by port speed
   int numa = -1;
   std::vector<std::uint32_t> local_pus;  // NUMA-local CPU set (OS indexes)
 };
