@@ -377,6 +377,16 @@ std::vector<GpuLocality> gpu_locality(const NodeTopology& node, const NodePaths&
     nics.erase(std::remove_if(nics.begin(), nics.end(), [&](VertexId n) { return !rdma(n); }),
                nics.end());
   }
+  // Without RDMA the nearest NIC names NCCL_SOCKET_IFNAME, which must reach other hosts. NCCL
+  // dumps list every interface, and those without a PCI function (docker bridges, veth pairs,
+  // calico and IPIP tunnels) sit under a CPU at LOC bandwidth, so they would win by "speed"
+  // over the server's real ports. They are candidates only where the node has no PCI NIC
+  // (a VM's eth0 on VMBus, as on Azure NC A100 v4).
+  auto virtual_nic = [&](VertexId n) { return g.vertex(n).nic.virtual_nic; };
+  if (std::any_of(nics.begin(), nics.end(), virtual_nic) &&
+      !std::all_of(nics.begin(), nics.end(), virtual_nic)) {
+    nics.erase(std::remove_if(nics.begin(), nics.end(), virtual_nic), nics.end());
+  }
   // NCCL's GPU-to-NET path ends with the port's own link (speed / 8000 GB/s), so behind one Gen5
   // PCIe path a 100G port gives 12.5 GB/s and a 400G port 48: NCCL picks the 400G one. A NIC whose
   // ports do not say their speed (NCCL asks the plugin then) counts at its PCIe bandwidth.

@@ -277,6 +277,52 @@ TEST(NcclXmlSource, PanlichenFdrPortCapsTheGpuToNicBandwidth) {
   }
 }
 
+// Socket-only nodes: the nearest NIC becomes NCCL_SOCKET_IFNAME, so it must be a port that
+// reaches other hosts. Sugarlxn's NCCL dump lists an Intel X550 port (enp34s0f0, 1 Gb/s) and,
+// under every CPU, an IPIP tunnel, docker bridges and calico veths at 10 Gb/s; the tunnel won
+// on speed and every task would have bootstrapped over tunl0.
+TEST(NcclXmlSource, SugarlxnSocketNicIsTheX550PortNotATunnelOrBridge) {
+  NodeTopology n =
+      load_nccl_xml(nccl_fixture("sugarlxn-4xRTX4090-epyc-8numa-virtualnics-topo.xml"));
+  VertexId x550 = n.graph.find_busid("0000:22:00.0");
+  ASSERT_TRUE(x550.valid());
+  EXPECT_EQ(n.graph.vertex(x550).name, "enp34s0f0");
+  std::vector<GpuLocality> loc = gpu_locality(n);
+  ASSERT_EQ(loc.size(), 4u);
+  for (const GpuLocality& l : loc) {
+    const Vertex& gpu = n.graph.vertex(l.gpu);
+    EXPECT_EQ(l.nearest_nics, std::vector<VertexId>{x550}) << gpu.busid;
+    // The X550 hangs under NUMA 2: PHB from the GPU of that NUMA node, SYS from the others.
+    EXPECT_EQ(l.path_to_nic, gpu.numa == 2 ? PathType::PHB : PathType::SYS) << gpu.busid;
+  }
+}
+
+// Yccl's Dell box: two Broadcom 1 GbE ports beside GPUs 0-1, and docker bridges and veths under
+// the CPU. The Broadcom ports are every GPU's candidates, never br-3c276cd5dbc3.
+TEST(NcclXmlSource, YcclDellSocketNicsAreTheBroadcomPortsNotDockerBridges) {
+  TOPOAWARE_SHARED_OR_SKIP(path, "nccl-topo/yccl-4xRTXA6000-dell-bcm-vethnics-topo.xml");
+  NodeTopology n = load_nccl_xml(path);
+  VertexId eno1 = n.graph.find_busid("0000:18:00.0");
+  VertexId eno2 = n.graph.find_busid("0000:18:00.1");
+  ASSERT_TRUE(eno1.valid() && eno2.valid());
+  std::vector<GpuLocality> loc = gpu_locality(n);
+  ASSERT_EQ(loc.size(), 4u);
+  for (const GpuLocality& l : loc) {
+    EXPECT_EQ(l.nearest_nics, (std::vector<VertexId>{eno1, eno2}))
+        << n.graph.vertex(l.gpu).busid;
+  }
+  EXPECT_EQ(n.graph.vertex(loc[0].nearest_nics[0]).name, "eno1np0");
+}
+
+// Where a VM shows no PCI NIC, its VMBus eth0 (a <nic> under the CPU) stays the GPUs' NIC.
+TEST(NcclXmlSource, AzureNcv4VmbusEthernetIsStillTheNic) {
+  NodeTopology n = load_nccl_xml(nccl_fixture("azure-ncv4-a100-4gpu-topo.xml"));
+  for (const GpuLocality& l : gpu_locality(n)) {
+    ASSERT_EQ(l.nearest_nics.size(), 1u);
+    EXPECT_EQ(n.graph.vertex(l.nearest_nics[0]).name, "eth0");
+  }
+}
+
 TEST(NcclXmlSource, SugarlxnVirtualNicsRepeatedUnderEachCpu) {
   NodeTopology n =
       load_nccl_xml(nccl_fixture("sugarlxn-4xRTX4090-epyc-8numa-virtualnics-topo.xml"));
