@@ -465,16 +465,29 @@ class Loader {
   int numa_unknown_noted_ = 0;
 };
 
+// `nvidia-smi topo -m` prints a matrix whose header row starts with GPU0; people hand it to -i
+// because it is the topology view they know. Name it instead of failing on a missing '<': it
+// holds path classes but no PCI bus ids, which NCCL keys every device by.
+void refuse_nvidia_smi_matrix(std::string_view text, const std::string& path) {
+  std::size_t first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos || text.substr(first, 4) != "GPU0") return;
+  throw Error(ErrorCode::kUnsupported, where(path, 1),
+              "this is `nvidia-smi topo -m` output, which has no PCI bus ids to key devices by; "
+              "give `lstopo --of xml` (hwloc) or an NCCL_TOPO_DUMP_FILE of that node");
+}
+
 }  // namespace
 
 NodeTopology load_nccl_xml(const std::string& path) {
   std::string text = xml::read_file(path, xml::Limits{}.max_bytes);
+  refuse_nvidia_smi_matrix(text, path);
   xml::Element root = xml::parse(text, path);
   return Loader(path).load(root);
 }
 
 NodeTopology load_node_file(const std::string& path) {
   std::string text = xml::read_file(path, xml::Limits{}.max_bytes);
+  refuse_nvidia_smi_matrix(text, path);
   std::string root = xml::root_name(text, path);
   if (root.empty()) {
     throw Error(ErrorCode::kBadInput, path,

@@ -701,5 +701,18 @@ TEST(NcclXmlSource, GraphFileRefusedFromBothEntryPoints) {
   expect_error(graph, ErrorCode::kUnsupported, "an NCCL graph file, not a topology file");
 }
 
+// Every real `nvidia-smi topo -m` capture (spaces, tabs, legends or none) is named as such with
+// what to give instead, not reported as XML missing its '<'.
+TEST(NcclXmlBadInput, NvidiaSmiTopoMatrixIsNamedWithWhatToGiveInstead) {
+  TOPOAWARE_SHARED_OR_SKIP(dir, "nvidia-smi-topo");
+  std::size_t files = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    ++files;
+    expect_error(entry.path().string(), ErrorCode::kUnsupported, "`nvidia-smi topo -m` output");
+    expect_error(entry.path().string(), ErrorCode::kUnsupported, "lstopo --of xml");
+  }
+  EXPECT_EQ(files, 7u);
+}
+
 }  // namespace
 }  // namespace topoaware::topology
