@@ -1,6 +1,7 @@
 // Graphviz DOT export of a node: one cluster per CPU/NUMA domain holding its PCIe tree, NVLink
 // and C2C drawn bold outside the tree, every edge labelled with its kind and GB/s, so a person
 // can see at a glance which GPU shares a switch with which NIC.
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
@@ -111,7 +112,19 @@ std::string node_to_dot(const NodeTopology& node) {
   for (std::uint32_t i = 0; i < g.vertex_count(); ++i) {
     if (!drawn[i]) out += vertex_line(i, "  ");
   }
+  // Every pair of CPU domains has an SMP link. Past two domains those n(n-1)/2 edges between
+  // clusters are more than dot can lay out (the 24-NUMA SGI UV capture fails in init_rank), so
+  // they are drawn as one interconnect vertex with an edge per domain carrying its widest link.
+  std::size_t smp_links = 0;
+  for (const Link& k : g.links()) smp_links += k.kind == LinkKind::kSmp;
+  const bool smp_hub = smp_links > 1;
+  std::vector<double> smp_bw(g.vertex_count(), 0);
   for (const Link& k : g.links()) {
+    if (smp_hub && k.kind == LinkKind::kSmp) {
+      smp_bw[k.a.value] = std::max(smp_bw[k.a.value], k.bandwidth);
+      smp_bw[k.b.value] = std::max(smp_bw[k.b.value], k.bandwidth);
+      continue;
+    }
     std::string attrs = "label=" + quote(std::string(to_string(k.kind)) +
                                          (k.count > 1 ? " x" + std::to_string(k.count) : "") + " " +
                                          gbps(k.bandwidth) + " GB/s");
@@ -122,6 +135,14 @@ std::string node_to_dot(const NodeTopology& node) {
     }
     out += "  v" + std::to_string(k.a.value) + " -- v" + std::to_string(k.b.value) + " [" + attrs +
            "];\n";
+  }
+  if (smp_hub) {
+    out += "  smp [label=\"CPU interconnect\", shape=ellipse, style=dashed];\n";
+    for (std::uint32_t i = 0; i < g.vertex_count(); ++i) {
+      if (smp_bw[i] <= 0) continue;
+      out += "  v" + std::to_string(i) + " -- smp [label=" + quote("smp " + gbps(smp_bw[i]) + " GB/s") +
+             ", style=dashed];\n";
+    }
   }
   out += "}\n";
   return out;
