@@ -320,6 +320,15 @@ class Writer {
 
 }  // namespace
 
-std::string node_to_nccl_xml(const NodeTopology& node) { return Writer(node).write(); }
+std::string node_to_nccl_xml(const NodeTopology& node) {
+  try {
+    return Writer(node).write();
+  } catch (const Error& e) {
+    // A refusal names the bus id or attribute at fault; say which node it was writing too, so
+    // `nccl-topo -i FILE` tells the admin which capture to fix.
+    if (node.source.empty() || e.context() == node.source) throw;
+    throw Error(e.code(), node.source, e.what());
+  }
+}
 
 }  // namespace topoaware::topology

@@ -172,6 +172,24 @@ TEST(NodeDot, IsValidGraphviz) {
   }
 }
 
+// hwloc's "conan" export lists 0000:04:00.0 twice (a SATA controller and a ConnectX-4): NCCL
+// XML is refused, and the message names the capture as well as the bus id, so `nccl-topo -i`
+// says which file to fix.
+TEST(NodeNcclXml, DuplicateBusidRefusalNamesTheCapture) {
+  std::string path = test::fixture("hwloc/hwloc-v2fmt-2s-xeon-e5-2650-cuda-mlx5-ib-wholeio.xml");
+  NodeTopology n = load_hwloc_xml(path);
+  try {
+    node_to_nccl_xml(n);
+    ADD_FAILURE() << "conan written despite two functions at 0000:04:00.0";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kBadInput);
+    std::string what = e.what();
+    EXPECT_NE(what.find(path), std::string::npos) << what;
+    EXPECT_NE(what.find("0000:04:00.0"), std::string::npos) << what;
+    EXPECT_NE(what.find("share this bus id"), std::string::npos) << what;
+  }
+}
+
 // The SGI UV 2000 capture has 24 NUMA domains, so 276 socket-interconnect pairs between 24
 // clusters: drawn edge by edge, dot failed ("trouble in init_rank") and exited 1. It must render,
 // and still show every domain joined to the interconnect.
