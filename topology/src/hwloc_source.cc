@@ -370,7 +370,11 @@ class Converter {
       v.kind = VertexKind::kGpu;
       hwloc_obj_t named = gpu_dev ? gpu_dev : opencl;
       if (named) v.name = named->name;
-      v.gpu.dev = gpu_index;
+      // NCCL's dev is the NVML index (PCI order); ROCm SMI's plays that part for AMD. hwloc's
+      // cudaN is the CUDA runtime's order (fastest first), which differs on mixed nodes and
+      // under CUDA_VISIBLE_DEVICES, and NCCL lets a file's dev override NVML: leave it unknown.
+      bool cuda_only = gpu_dev && std::strncmp(gpu_dev->name, "cuda", 4) == 0;
+      v.gpu.dev = cuda_only ? -1 : gpu_index;
       for (hwloc_obj_t d : osdevs) {
         if (v.gpu.model.empty()) v.gpu.model = info(d, "GPUModel");
         if (v.gpu.uuid.empty()) v.gpu.uuid = info(d, "NVIDIAUUID");

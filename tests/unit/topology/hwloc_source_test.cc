@@ -396,7 +396,10 @@ TEST(HwlocSource, WholeIoMachineGpusRelativeToMlx5) {
   VertexId cuda0 = g.find_name(VertexKind::kGpu, "cuda0");
   ASSERT_TRUE(cuda0.valid());
   EXPECT_EQ(g.vertex(cuda0).busid, "0000:84:00.0");
-  EXPECT_EQ(g.vertex(cuda0).gpu.dev, 0);
+  // cuda0 is CUDA's numbering (fastest first), not NVML's: by PCI order this is the third
+  // NVIDIA GPU. NCCL trusts a file's dev over NVML, so it must stay unknown, not 0.
+  EXPECT_EQ(g.vertex(cuda0).gpu.dev, -1);
+  for (VertexId id : n.gpus()) EXPECT_EQ(g.vertex(id).gpu.dev, -1) << g.vertex(id).busid;
   NodePaths paths(n);
   // Same root complex (socket 1), different root ports: PHB. Socket 0's M2075: SYS.
   EXPECT_EQ(paths.path(cuda0, mlx).type, PathType::PHB);
