@@ -72,15 +72,17 @@ std::string node_to_text(const topology::NodeTopology& node) {
   out << "\n";
 
   std::vector<VertexId> nics = node.nics();
+  // Only a live look can say a machine has no RDMA device; a file may just not list it (AWS's
+  // static p5 file gives its 32 EFA as bare bus ids).
+  bool live = node.source.find("live") != std::string::npos || node.source.rfind("sysfs", 0) == 0;
   if (nics.empty()) {
-    out << "0 NICs found (no RDMA devices)\n";
+    out << "0 NICs found" << (live ? " (no RDMA devices)" : "") << "\n";
   } else {
     // Live discovery knows which ports verbs reported (they carry a link layer); files do not.
     bool rdma = false;
     for (VertexId id : nics) {
       for (const NetPort& p : g.vertex(id).nic.ports) rdma |= !p.link_layer.empty() && p.port >= 0;
     }
-    bool live = node.source.find("live") != std::string::npos || node.source.rfind("sysfs", 0) == 0;
     out << plural(nics.size(), "NIC", "NICs") << " found"
         << (live && !rdma ? " (no RDMA devices)" : "") << "\n";
     std::vector<std::vector<std::string>> rows = {

@@ -145,6 +145,15 @@ TEST(DiscoverCli, ThisMachineSaysWhatItHasAndHasNot) {
   fs::remove(out);
 }
 
+// AWS's static p5 file lists its 32 EFA only as bare bus ids: discover finds no NIC in it, and
+// must not claim the p5 has no RDMA device. That claim is for a live look at a machine.
+TEST(DiscoverCli, AFileWithoutNicsMakesNoClaimAboutRdma) {
+  CliRun r = cli("discover -i nccl-topo/aws-p5.48xlarge-h100-static-pci-only-topo.xml");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("\n0 NICs found\n"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("no RDMA devices"), std::string::npos) << r.out;
+}
+
 TEST(DiscoverCli, GoldenOutputsOfRealCaptures) {
   struct Case {
     std::string args, golden;
