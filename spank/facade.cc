@@ -14,7 +14,6 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <optional>
@@ -158,25 +157,67 @@ std::vector<int> block_tasks(std::uint32_t ntasks, std::size_t nhosts) {
   return out;
 }
 
+struct Fd {
+  int fd = -1;
+  explicit Fd(int f) : fd(f) {}
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+// The text of the job description named by `file:PATH`. The path must be absolute: srun reads
+// it from its own working directory, every slurmstepd from another one, so a relative path that
+// srun accepted would be missing on the nodes. Only a regular file is read: a directory would
+// read as an empty description (plain data parallel), and a FIFO would block srun or slurmstepd
+// until someone writes to it (hence O_NONBLOCK before the type is known).
+std::string read_job_file(const std::string& path) {
+  if (path.empty() || path.front() != '/') {
+    throw topology::Error(topology::ErrorCode::kBadInput, "file:" + path,
+                          "the job description needs an absolute path (every node reads it, "
+                          "from another working directory than srun's)");
+  }
+  Fd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+  if (fd.fd < 0) {
+    throw topology::Error(
+        topology::ErrorCode::kNotFound, path,
+        std::string("cannot read the job description (--topo-aware=file:PATH): ") +
+            std::strerror(errno));
+  }
+  struct stat st {};
+  if (::fstat(fd.fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    throw topology::Error(topology::ErrorCode::kBadInput, path,
+                          "not a regular file (--topo-aware=file:PATH names a TOML file)");
+  }
+  constexpr size_t kMaxJobFile = 1 << 20;
+  std::string text;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(fd.fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      throw topology::Error(topology::ErrorCode::kSystem, path,
+                            std::string("cannot read the job description: ") +
+                                std::strerror(errno));
+    }
+    if (n == 0) break;
+    text.append(buf, static_cast<size_t>(n));
+    if (text.size() > kMaxJobFile) {
+      throw topology::Error(topology::ErrorCode::kLimit, path, "job description over 1 MiB");
+    }
+  }
+  return text;
+}
+
 // SPEC text -> layout. `file:PATH` names a TOML job description, read here by whoever runs the
-// plugin (srun as the user, slurmstepd as the job's user), so it must be visible on every node.
+// plugin (srun as the user, slurmstepd's user_init as the job's user), so it must be visible on
+// every node.
 mapper::Layout layout_for(const std::string& spec, int world) {
   mapper::Layout layout;
   if (spec.rfind("file:", 0) == 0) {
     const std::string path = spec.substr(5);
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-      throw topology::Error(topology::ErrorCode::kNotFound, path,
-                            "cannot read the job description (--topo-aware=file:PATH)");
-    }
-    constexpr std::streamsize kMaxJobFile = 1 << 20;
-    std::string text(static_cast<size_t>(kMaxJobFile) + 1, '\0');
-    in.read(text.data(), kMaxJobFile + 1);
-    if (in.gcount() > kMaxJobFile) {
-      throw topology::Error(topology::ErrorCode::kLimit, path, "job description over 1 MiB");
-    }
-    text.resize(static_cast<size_t>(in.gcount()));
-    layout = mapper::parse_job_toml(text, path, world);
+    layout = mapper::parse_job_toml(read_job_file(path), path, world);
   } else {
     layout = mapper::parse_layout(spec, world);
   }
@@ -311,16 +352,6 @@ void summarize(const mapper::RankPlan& plan, ta_line_fn out, void* arg) {
 
 // --- the per-job directory -----------------------------------------------------------------
 
-struct Fd {
-  int fd = -1;
-  explicit Fd(int f) : fd(f) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-};
-
 [[noreturn]] void fail_local(const std::string& what) {
   throw NodeLocalError(what + ": " + std::strerror(errno));
 }
@@ -401,6 +432,17 @@ int ta_set_spec(const char* spec, char* err, size_t errlen) {
     s.active = true;
     return 0;
   });
+}
+
+int ta_keep_spec(const char* spec) {
+  try {
+    State& s = state();
+    s.spec = spec != nullptr ? spec : "";
+    s.active = true;
+    return 0;
+  } catch (...) {
+    return -1;
+  }
 }
 
 int ta_active(void) { return state().active ? 1 : 0; }

@@ -32,7 +32,12 @@ int ta_fail_closed(void);
 /* The option value (NULL or "" = plain data parallel). Idempotent: slurmstepd calls the option
  * callback twice. Checks the syntax only, since the world size is not known yet. */
 int ta_set_spec(const char *spec, char *err, size_t errlen);
-/* 1 once ta_set_spec was called (the option or TOPO_AWARE was given). */
+/* slurmstepd's option callback: keeps the SPEC unchecked. It runs as root, before the job's
+ * user is known, and a failure there is dropped by Slurm (the step would run unmodified without a
+ * word to the user), so the SPEC is checked in ta_step_prepare, as the job's user, under the
+ * configured policy. */
+int ta_keep_spec(const char *spec);
+/* 1 once ta_set_spec or ta_keep_spec was called (the option or TOPO_AWARE was given). */
 int ta_active(void);
 const char *ta_spec(void);
 

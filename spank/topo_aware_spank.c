@@ -53,12 +53,10 @@ static struct spank_option ta_option = {
 static int option_cb(int val, const char *optarg, int is_remote) {
   char err[TA_ERRLEN] = "";
   (void)val;
-  /* slurmstepd calls this twice (NULL, then ""); ta_set_spec is idempotent. */
+  /* slurmstepd (as root, and Slurm ignores a failure here): keep it, user_init checks it. */
+  if (is_remote) return ta_keep_spec(optarg);
   if (ta_set_spec(optarg, err, sizeof err) != 0) {
-    if (!is_remote)
-      slurm_error("topo-aware: invalid --topo-aware=%s: %s", optarg ? optarg : "", err);
-    else
-      slurm_info("topo-aware: invalid --topo-aware=%s: %s", optarg ? optarg : "", err);
+    slurm_error("topo-aware: invalid --topo-aware=%s: %s", optarg ? optarg : "", err);
     return -1;
   }
   return 0;

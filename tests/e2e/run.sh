@@ -186,6 +186,19 @@ lab_srun jobfile -N4 -n32 --topo-aware="file:$OUT/job.toml" "$ENVDUMP"
 check "--topo-aware=file:job.toml equals topo-aware map --layout file:job.toml" \
   same_env jobfile "file:$OUT/job.toml" 'node[1-4]'
 
+# file:PATH is read by srun and by every slurmstepd, each from its own working directory: a
+# relative path (or a directory) is refused before anything runs, not run silently unmodified.
+rm -f "$OUT/ran-relfile"
+(cd "$OUT" && lab_srun relfile -N4 -n32 --topo-aware=file:job.toml bash -c "touch $OUT/ran-relfile")
+check "--topo-aware=file:job.toml (relative): srun exits non-zero" test $? -ne 0
+check "--topo-aware=file:job.toml (relative): the reason names the path" \
+  grep -q 'file:job.toml: the job description needs an absolute path' "$OUT/relfile.err"
+check "--topo-aware=file:job.toml (relative): nothing ran" test ! -e "$OUT/ran-relfile"
+lab_srun dirfile -N4 -n32 --topo-aware="file:$OUT" bash -c "touch $OUT/ran-relfile"
+check "--topo-aware=file:DIRECTORY: srun exits non-zero, nothing ran" \
+  test $? -ne 0 -a ! -e "$OUT/ran-relfile"
+check "--topo-aware=file:DIRECTORY: the reason is shown" grep -q 'not a regular file' "$OUT/dirfile.err"
+
 # A variable the user set is kept.
 MASTER_PORT=12345 lab_srun userset -N4 -n32 --topo-aware=tp=8 "$ENVDUMP"
 check "user-set MASTER_PORT is not overwritten" \

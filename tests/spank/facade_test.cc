@@ -151,6 +151,42 @@ TEST_F(Facade, SpecIsCheckedAndTheOptionCallbackIsIdempotent) {
   EXPECT_STREQ(ta_spec(), "");
 }
 
+// srun and slurmstepd read file:PATH from different working directories, and opening a FIFO
+// would block until someone writes; a directory would read as an empty (data parallel) job.
+TEST_F(Facade, JobDescriptionIsAnAbsolutePathToARegularFile) {
+  const fs::path job = dir_ / "job.toml";
+  std::ofstream(job) << "layout = \"tp=8\"\n";
+  EXPECT_EQ(ta_set_spec(("file:" + job.string()).c_str(), err_, sizeof err_), 0) << err_;
+
+  EXPECT_EQ(ta_set_spec("file:job.toml", err_, sizeof err_), -1);
+  EXPECT_NE(std::string(err_).find("absolute path"), std::string::npos) << err_;
+  EXPECT_NE(std::string(err_).find("job.toml"), std::string::npos) << err_;
+
+  EXPECT_EQ(ta_set_spec(("file:" + dir_.string()).c_str(), err_, sizeof err_), -1);
+  EXPECT_NE(std::string(err_).find("not a regular file"), std::string::npos) << err_;
+
+  const fs::path fifo = dir_ / "job.fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(ta_set_spec(("file:" + fifo.string()).c_str(), err_, sizeof err_), -1);
+  EXPECT_NE(std::string(err_).find("not a regular file"), std::string::npos) << err_;
+}
+
+// In slurmstepd the option callback runs as root and Slurm ignores its failure: the SPEC is kept
+// as given and checked when the step is planned, where the policy and the warning apply.
+TEST_F(Facade, SlurmstepdChecksTheSpecWhenPlanningTheStep) {
+  EXPECT_EQ(ta_keep_spec("file:/nonexistent/job.toml"), 0);
+  EXPECT_EQ(ta_active(), 1);
+  EXPECT_STREQ(ta_spec(), "file:/nonexistent/job.toml");
+  ta_step s = step();
+  EXPECT_EQ(ta_step_prepare(&s, err_, sizeof err_), -1);
+  EXPECT_NE(std::string(err_).find("/nonexistent/job.toml"), std::string::npos) << err_;
+  EXPECT_EQ(ta_step_ready(), 0);
+
+  EXPECT_EQ(ta_keep_spec("tp=8"), 0);
+  ASSERT_EQ(ta_step_prepare(&s, err_, sizeof err_), 0) << err_;
+  EXPECT_EQ(env_of(9).at("WORLD_SIZE"), "32");
+}
+
 TEST_F(Facade, ConfigurationErrorsAreKeptForTheJobsThatAsk) {
   configure({"config=/nonexistent/topo-aware.toml", "policy=fail-closed"});
   ASSERT_NE(ta_config_error(), nullptr);
