@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -49,6 +50,8 @@ struct StepState {
   mapper::EnvOptions env_options;
   std::set<std::string> user_env;
   bool bound = false;     // Slurm bound GPUs: keep its CUDA_VISIBLE_DEVICES
+  bool gpu_hints = true;  // NIC and CPU hints fit the GPUs Slurm bound here
+  std::string note;       // a node-local degradation to tell the user, or empty
   std::string dir_path;   // the per-job directory
   std::string file_name;  // the node's NCCL XML inside it
 };
@@ -543,24 +546,41 @@ int ta_step_prepare(const struct ta_step* step, char* err, size_t errlen) {
     request.hosts = hosts;
     request.tasks_per_host = tasks;
     request.layout = layout_for(s.spec, static_cast<int>(step->ntasks));
-    std::vector<std::string> step_gpus = split_lines(step->step_gpus);
     if (step->step_gpus != nullptr && *step->step_gpus != '\0') {
-      // Slurm bound GPUs (gres, maybe cgroups): keep them, the plan permutes ranks only. Slurm
-      // hands each node's tasks that node's step GPUs in order; identical nodes get the same.
-      std::vector<int> gpus;
-      std::istringstream in(step->step_gpus);
-      std::string g;
-      while (std::getline(in, g, ',')) gpus.push_back(std::stoi(g));
-      if (gpus.empty()) {
-        throw topology::Error(topology::ErrorCode::kBadInput, "SLURM_STEP_GPUS",
-                              std::string("cannot read '") + step->step_gpus + "'");
-      }
+      // Slurm bound GPUs (gres, maybe cgroups): keep them, the plan permutes ranks only. Every
+      // node must compute the same plan, but SLURM_STEP_GPUS lists this node's GPUs alone, and
+      // nodes differ (--gpus-per-task=2 with 3 tasks here and 1 there lists 0-5 here, 0-1
+      // there). So the plan takes every host's k-th task to hold its GPU k, from the tasks per
+      // node that all nodes share; this node then checks that Slurm bound its own tasks that
+      // way, and where it did not, its tasks keep their ranks (the same on every node) but not
+      // the NIC and CPU hints, which would be another GPU's.
       for (int count : tasks) {
-        for (int t = 0; t < count; ++t) {
-          request.bound_gpu.push_back(gpus[static_cast<size_t>(t) % gpus.size()]);
-        }
+        for (int t = 0; t < count; ++t) request.bound_gpu.push_back(t);
       }
       s.step.bound = true;
+      std::vector<long> mine;
+      std::istringstream in(step->step_gpus);
+      std::string item;
+      bool readable = true;
+      while (std::getline(in, item, ',')) {
+        char* end = nullptr;
+        long g = std::strtol(item.c_str(), &end, 10);
+        if (item.empty() || *end != '\0') readable = false;
+        mine.push_back(g);
+      }
+      const size_t k = static_cast<size_t>(tasks[node]);
+      bool as_planned = readable && k > 0 && mine.size() >= k && mine.size() % k == 0;
+      const size_t per_task = as_planned ? mine.size() / k : 1;
+      for (size_t j = 0; as_planned && j < k; ++j) {
+        as_planned = mine[j * per_task] == static_cast<long>(j);
+      }
+      if (!as_planned) {
+        s.step.gpu_hints = false;
+        s.step.note = "Slurm bound " + host + "'s " + std::to_string(k) + " tasks to GPUs " +
+                      step->step_gpus +
+                      ", not task k to GPU k as the plan takes it on every node; its tasks keep "
+                      "their ranks, without NCCL_IB_HCA, NCCL_SOCKET_IFNAME and CPU binding";
+      }
     }
     s.step.plan = mapper::plan(fabric, nodes.per_host, request);
 
@@ -586,6 +606,11 @@ int ta_step_prepare(const struct ta_step* step, char* err, size_t errlen) {
 
 int ta_step_ready(void) { return state().step.ready ? 1 : 0; }
 
+const char* ta_step_note(void) {
+  const State& s = state();
+  return s.step.note.empty() ? nullptr : s.step.note.c_str();
+}
+
 int ta_task_env(uint32_t global_task, ta_env_fn set, void* arg, char* err, size_t errlen) {
   return guarded(err, errlen, [&] {
     const State& s = state();
@@ -594,6 +619,7 @@ int ta_task_env(uint32_t global_task, ta_env_fn set, void* arg, char* err, size_
         mapper::task_environment(s.step.plan, static_cast<int>(global_task), s.step.env_options);
     for (const auto& [name, value] : env) {
       if (s.step.bound && name == "CUDA_VISIBLE_DEVICES") continue;
+      if (!s.step.gpu_hints && (name == "NCCL_IB_HCA" || name == "NCCL_SOCKET_IFNAME")) continue;
       if (!s.config.overwrite_user_env && s.step.user_env.count(name) != 0) continue;
       if (set(arg, name.c_str(), value.c_str()) != 0) {
         throw std::runtime_error("cannot set " + name);
@@ -606,7 +632,7 @@ int ta_task_env(uint32_t global_task, ta_env_fn set, void* arg, char* err, size_
 int ta_task_bind(uint32_t global_task, int slurm_bound, char* err, size_t errlen) {
   return guarded(err, errlen, [&] {
     const State& s = state();
-    if (!s.config.bind_cpus || slurm_bound != 0 || !s.step.ready) return 1;
+    if (!s.config.bind_cpus || slurm_bound != 0 || !s.step.ready || !s.step.gpu_hints) return 1;
     if (global_task >= s.step.plan.tasks.size()) return 1;
     const auto& cpus = s.step.plan.tasks[global_task].cpus;
     cpu_set_t allowed;

@@ -70,6 +70,9 @@ struct ta_step {
 int ta_step_prepare(const struct ta_step *step, char *err, size_t errlen);
 /* 1 when ta_step_prepare succeeded for this step. */
 int ta_step_ready(void);
+/* What this node's tasks go without although the plan stands (Slurm bound its GPUs otherwise
+ * than the plan, which every node computes alike, takes them), or NULL. */
+const char *ta_step_note(void);
 /* Calls `set` for each variable the task with this global id gets, in a stable order; variables
  * the user set are skipped unless the configuration says overwrite. */
 int ta_task_env(uint32_t global_task, ta_env_fn set, void *arg, char *err, size_t errlen);

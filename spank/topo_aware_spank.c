@@ -277,6 +277,8 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av) {
   free(hosts);
   free(user_env);
   free(local_global);
+  /* A degradation of this node's tasks only; the node it happened on tells it. */
+  if (ta_step_note() != NULL) slurm_spank_log("topo-aware: warning: %s", ta_step_note());
   if (rc == 0) {
     slurm_debug("topo-aware: %s: step %u.%u planned on %s", __func__, step.job_id, step_id, host);
     return 0;

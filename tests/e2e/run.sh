@@ -238,6 +238,12 @@ if grep -q '^TaskPlugin=task/cgroup' "$SLURM_CONF" && [ -d /sys/fs/cgroup/device
     test "$(grep -c ' CUDA_VISIBLE_DEVICES=0$' "$OUT/bound.out")" -eq 32
   check "bound GPUs: RANKs still a permutation of 0..31" \
     test "$(awk -F'[ =]' '$2=="RANK" {print $3}' "$OUT/bound.out" | sort -n | uniq | wc -l)" -eq 32
+  # SLURM_STEP_GPUS is each node's own (Slurm puts 3 tasks with GPUs 0-5 on node1, 1 task with
+  # GPUs 0-1 on node2): every node must still apply the same plan, none may be left out.
+  lab_srun bound2 -N2 -n4 --gpus-per-task=2 --topo-aware=tp=2 "$ENVDUMP"
+  check "bound GPUs, 2 per task, uneven tasks per node: step exits 0" test $? -eq 0
+  check "bound GPUs, 2 per task, uneven tasks per node: RANKs are a permutation of 0..3" \
+    test "$(awk -F'[ =]' '$2=="RANK" {print $3}' "$OUT/bound2.out" | sort -n | tr '\n' ' ')" = "0 1 2 3 "
 else
   echo "e2e: SKIP: bound GPUs: the lab runs without task/cgroup devices on this machine"
 fi

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -185,6 +186,48 @@ TEST_F(Facade, SlurmstepdChecksTheSpecWhenPlanningTheStep) {
   EXPECT_EQ(ta_keep_spec("tp=8"), 0);
   ASSERT_EQ(ta_step_prepare(&s, err_, sizeof err_), 0) << err_;
   EXPECT_EQ(env_of(9).at("WORLD_SIZE"), "32");
+}
+
+// SLURM_STEP_GPUS is each node's own: srun -N2 -n4 --gpus-per-task=2 put 3 tasks on node1
+// (GPUs 0-5) and 1 on node2 (GPUs 0-1). Both nodes must still compute one plan, or tasks end up
+// without a RANK or with the same one.
+TEST_F(Facade, SlurmBoundGpusGiveEveryNodeTheSamePlan) {
+  ASSERT_EQ(ta_set_spec("tp=2", err_, sizeof err_), 0) << err_;
+  auto ranks_as = [&](std::uint32_t node_id, const char* gpus, std::uint32_t first,
+                      std::uint32_t nlocal) {
+    ta_step s = step(node_id);
+    for (std::uint32_t i = 0; i < nlocal; ++i) local_[i] = first + i;
+    s.ntasks = 4;
+    s.hosts = "node1\nnode2\n";
+    s.host = node_id == 0 ? "node1" : "node2";
+    s.tasks_per_node = "3,1";
+    s.step_gpus = gpus;
+    s.nlocal = nlocal;
+    std::vector<std::map<std::string, std::string>> envs;
+    EXPECT_EQ(ta_step_prepare(&s, err_, sizeof err_), 0) << err_;
+    for (std::uint32_t task = 0; task < 4 && ta_step_ready() == 1; ++task) {
+      envs.push_back(env_of(task));
+    }
+    return envs;
+  };
+  auto on_node1 = ranks_as(0, "0,1,2,3,4,5", 0, 3);
+  // Slurm gave node1's task k GPUs 2k and 2k+1, not GPU k as the plan takes it: its tasks get
+  // no NIC hint, and the user hears why.
+  ASSERT_NE(ta_step_note(), nullptr);
+  EXPECT_NE(std::string(ta_step_note()).find("GPUs 0,1,2,3,4,5"), std::string::npos);
+  auto on_node2 = ranks_as(1, "0,1", 3, 1);
+  EXPECT_EQ(ta_step_note(), nullptr);
+  ASSERT_EQ(on_node1.size(), 4u);
+  ASSERT_EQ(on_node2.size(), 4u);
+  std::set<std::string> ranks;
+  for (std::uint32_t task = 0; task < 4; ++task) {
+    EXPECT_EQ(on_node1[task].at("RANK"), on_node2[task].at("RANK")) << "task " << task;
+    EXPECT_EQ(on_node1[task].count("CUDA_VISIBLE_DEVICES"), 0u);  // Slurm's is kept
+    ranks.insert(on_node2[task].at("RANK"));
+  }
+  EXPECT_EQ(ranks, (std::set<std::string>{"0", "1", "2", "3"}));
+  EXPECT_EQ(on_node1[0].count("NCCL_IB_HCA"), 0u);
+  EXPECT_EQ(on_node2[3].count("NCCL_IB_HCA"), 1u);
 }
 
 TEST_F(Facade, ConfigurationErrorsAreKeptForTheJobsThatAsk) {
