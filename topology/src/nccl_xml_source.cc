@@ -351,6 +351,9 @@ class Loader {
   }
 
   void resolve_nvlinks() {
+    long gpu_target_line = 0;  // first NVSwitch-class nvlink whose target is a GPU here
+    VertexId gpu_target_from;
+    std::string gpu_target;
     VertexId nvs;
     std::map<std::uint32_t, LinkId> nvs_link;  // per GPU: its one merged link to the NVSwitch
     for (const PendingNvlink& p : nvlinks_) {
@@ -366,6 +369,14 @@ class Loader {
       l.bandwidth = p.count * nvlink_lane_bandwidth(sm);
       if (p.tclass == "0x068000") {
         // NCCL merges every NVSwitch into one NVS node and sums a GPU's lanes to it.
+        if (!gpu_target_line && !target.empty()) {
+          VertexId t = g.find_busid(target);
+          if (t.valid() && g.vertex(t).kind == VertexKind::kGpu) {
+            gpu_target_line = p.line;
+            gpu_target_from = p.gpu;
+            gpu_target = target;
+          }
+        }
         if (!nvs.valid()) {
           Vertex v;
           v.kind = VertexKind::kNvSwitch;
@@ -423,6 +434,23 @@ class Loader {
       } else {
         node_.notes.push_back(here + ": nvlink tclass " + p.tclass + " is unknown; ignored");
       }
+    }
+    if (gpu_target_line != 0) {
+      // Hand-edited files (Modal's B200) mean GPU-to-GPU links but keep the NVSwitch class;
+      // NCCL goes by the class, so the admin should see what NCCL will make of it.
+      int lanes = 0;
+      const Graph& g = node_.graph;
+      for (LinkId id : g.links_of(gpu_target_from)) {
+        VertexId peer = g.other_end(id, gpu_target_from);
+        if (g.link(id).kind == LinkKind::kNvLink && g.vertex(peer).kind == VertexKind::kNvSwitch) {
+          lanes = g.link(id).count;
+        }
+      }
+      node_.notes.push_back(
+          where(path_, gpu_target_line) + ": nvlink tclass 0x068000 (NVSwitch) targets GPU " +
+          gpu_target + "; NCCL goes by the class and adds every such link to its one NVSwitch (" +
+          node_.graph.vertex(gpu_target_from).name + ": " + std::to_string(lanes) +
+          " lanes). A GPU-to-GPU link is tclass 0x030200");
     }
   }
 

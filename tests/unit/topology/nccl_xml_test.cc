@@ -238,6 +238,19 @@ TEST(NcclXmlSource, ModalB200NvswitchTargetsMergeIntoOneNvsPerGpu) {
   ASSERT_TRUE(bridge.valid());
   EXPECT_EQ(n.graph.vertex(bridge).kind, VertexKind::kNic);
   EXPECT_EQ(n.graph.vertex(bridge).nic.ports.size(), 5u);
+  // The edit meant GPU peers; the admin is told once what NCCL makes of it.
+  std::size_t told = 0;
+  for (const std::string& note : n.notes) {
+    if (note.find("tclass 0x068000 (NVSwitch) targets GPU 0002:00:02.0") == std::string::npos) {
+      continue;
+    }
+    ++told;
+    EXPECT_NE(note.find("modal-hgx-b200-vm-8gpu-handedited-p2p-nvlink-topo.xml:22:"),
+              std::string::npos) << note;
+    EXPECT_NE(note.find("GPU0: 126 lanes"), std::string::npos) << note;
+  }
+  EXPECT_EQ(told, 1u);
+  EXPECT_EQ(n.notes.size(), 1u);
 }
 
 // Modal's B200 VM puts GPUs 0-3 beside two NICs under their CPU: a host bridge with four 100G
