@@ -140,8 +140,8 @@ std::string node_to_dot(const NodeTopology& node) {
     out += "  smp [label=\"CPU interconnect\", shape=ellipse, style=dashed];\n";
     for (std::uint32_t i = 0; i < g.vertex_count(); ++i) {
       if (smp_bw[i] <= 0) continue;
-      out += "  v" + std::to_string(i) + " -- smp [label=" + quote("smp " + gbps(smp_bw[i]) + " GB/s") +
-             ", style=dashed];\n";
+      out += "  v" + std::to_string(i) +
+             " -- smp [label=" + quote("smp " + gbps(smp_bw[i]) + " GB/s") + ", style=dashed];\n";
     }
   }
   out += "}\n";

@@ -246,7 +246,8 @@ TEST(NcclXmlSource, ModalB200NvswitchTargetsMergeIntoOneNvsPerGpu) {
     }
     ++told;
     EXPECT_NE(note.find("modal-hgx-b200-vm-8gpu-handedited-p2p-nvlink-topo.xml:22:"),
-              std::string::npos) << note;
+              std::string::npos)
+        << note;
     EXPECT_NE(note.find("GPU0: 126 lanes"), std::string::npos) << note;
   }
   EXPECT_EQ(told, 1u);
@@ -321,8 +322,7 @@ TEST(NcclXmlSource, YcclDellSocketNicsAreTheBroadcomPortsNotDockerBridges) {
   std::vector<GpuLocality> loc = gpu_locality(n);
   ASSERT_EQ(loc.size(), 4u);
   for (const GpuLocality& l : loc) {
-    EXPECT_EQ(l.nearest_nics, (std::vector<VertexId>{eno1, eno2}))
-        << n.graph.vertex(l.gpu).busid;
+    EXPECT_EQ(l.nearest_nics, (std::vector<VertexId>{eno1, eno2})) << n.graph.vertex(l.gpu).busid;
   }
   EXPECT_EQ(n.graph.vertex(loc[0].nearest_nics[0]).name, "eno1np0");
 }

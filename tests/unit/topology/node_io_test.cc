@@ -200,7 +200,8 @@ TEST(NodeDot, TwentyFourNumaMachineRenders) {
   ASSERT_EQ(n.cpus().size(), 24u);
   std::string dot = node_to_dot(n);
   std::size_t joins = 0;
-  for (std::size_t at = 0; (at = dot.find(" -- smp [label=\"smp ", at)) != std::string::npos; ++at) {
+  for (std::size_t at = 0; (at = dot.find(" -- smp [label=\"smp ", at)) != std::string::npos;
+       ++at) {
     ++joins;
   }
   EXPECT_EQ(joins, 24u);
