@@ -428,6 +428,10 @@ int ta_set_spec(const char* spec, char* err, size_t errlen) {
   return guarded(err, errlen, [&] {
     State& s = state();
     std::string text = spec != nullptr ? spec : "";
+    if (text.size() >= TA_SPEC_MAX) {
+      throw topology::Error(topology::ErrorCode::kLimit, "SPEC",
+                            "longer than " + std::to_string(TA_SPEC_MAX - 1) + " characters");
+    }
     // The syntax is checked now, in the process that read the option (srun, sbatch), so a typo
     // stops the launch before anything runs.
     if (!text.empty()) layout_for(text, 0);

@@ -29,6 +29,10 @@ const char *ta_config_error(void);
 /* 1 when the failure policy is fail-closed (also when only the plugstack line says so). */
 int ta_fail_closed(void);
 
+/* The longest SPEC, with its NUL: slurmstepd reads TOPO_AWARE into a buffer of this size, so a
+ * longer one is refused where it is given rather than dropped on the nodes. */
+#define TA_SPEC_MAX 8192
+
 /* The option value (NULL or "" = plain data parallel). Idempotent: slurmstepd calls the option
  * callback twice. Checks the syntax only, since the world size is not known yet. */
 int ta_set_spec(const char *spec, char *err, size_t errlen);

@@ -197,7 +197,8 @@ static void remember_failure(const char *reason, int node_local) {
 /* slurmstepd, once per node per step, privileges dropped to the job's user. */
 int slurm_spank_user_init(spank_t sp, int ac, char **av) {
   char err[TA_ERRLEN] = "";
-  static char nodelist[65536], tasks_per_node[4096], step_gpus[1024], host[256], spec[1024];
+  static char nodelist[65536], tasks_per_node[65536], step_gpus[1024], host[256],
+      spec[TA_SPEC_MAX];
   char probe[8];
   char *hosts = NULL, *user_env = NULL;
   size_t user_len = 0;
@@ -215,8 +216,12 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av) {
     return 0;
   }
   if (!ta_active()) {
-    if (spank_getenv(sp, "TOPO_AWARE", spec, sizeof spec) == ESPANK_SUCCESS &&
-        ta_set_spec(spec, err, sizeof err) != 0) {
+    spank_err_t e = spank_getenv(sp, "TOPO_AWARE", spec, sizeof spec);
+    if (e == ESPANK_NOSPACE) {
+      /* srun refuses a SPEC this long; TOPO_AWARE set some other way must not pass unseen. */
+      snprintf(err, sizeof err, "TOPO_AWARE: longer than %d characters", TA_SPEC_MAX - 1);
+    }
+    if (e == ESPANK_NOSPACE || (e == ESPANK_SUCCESS && ta_set_spec(spec, err, sizeof err) != 0)) {
       remote.skip = 0;
       remember_failure(err, 0);
       goto report;

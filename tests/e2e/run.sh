@@ -180,6 +180,17 @@ check "without --topo-aware no variable is exported" test "$(count_tasks_with ab
 TOPO_AWARE=tp=4 lab_srun fallback -N4 -n32 "$ENVDUMP"
 check "TOPO_AWARE=tp=4 works like --topo-aware=tp=4" same_env fallback tp=4 'node[1-4]'
 
+# slurmstepd reads TOPO_AWARE into a fixed buffer: a 1100-character job description path is
+# still applied on the nodes, not dropped while srun reports the job as topo-aware.
+deep=$OUT/deep
+for _ in $(seq 1 9); do deep=$deep/$(printf 'd%.0s' $(seq 1 120)); done
+mkdir -p "$deep"
+printf 'layout = "tp=4"\n' >"$deep/job.toml"
+TOPO_AWARE="file:$deep/job.toml" lab_srun longenv -N4 -n32 "$ENVDUMP"
+check "TOPO_AWARE=file:<1100-character path>: every task gets the plan" \
+  test "$(count_tasks_with longenv RANK)" -eq 32
+rm -rf "$OUT/deep"
+
 # A TOML job description instead of an inline layout.
 printf '# e2e job description\nlayout = "tp=8,pp=2"\n' >"$OUT/job.toml"
 lab_srun jobfile -N4 -n32 --topo-aware="file:$OUT/job.toml" "$ENVDUMP"

@@ -172,6 +172,21 @@ TEST_F(Facade, JobDescriptionIsAnAbsolutePathToARegularFile) {
   EXPECT_NE(std::string(err_).find("not a regular file"), std::string::npos) << err_;
 }
 
+// slurmstepd reads TOPO_AWARE into a TA_SPEC_MAX buffer: anything that fits is taken (a job
+// description in a deep directory), anything longer is refused where it is given.
+TEST_F(Facade, LongSpecsFitTheBufferOrAreRefused) {
+  fs::path deep = dir_;
+  for (int i = 0; i < 9; ++i) deep /= std::string(120, 'd');
+  fs::create_directories(deep);
+  std::ofstream(deep / "job.toml") << "layout = \"tp=8\"\n";
+  const std::string spec = "file:" + (deep / "job.toml").string();
+  ASSERT_GT(spec.size(), 1100u);
+  EXPECT_EQ(ta_set_spec(spec.c_str(), err_, sizeof err_), 0) << err_;
+  const std::string huge = "tp=8," + std::string(TA_SPEC_MAX, 'x');
+  EXPECT_EQ(ta_set_spec(huge.c_str(), err_, sizeof err_), -1);
+  EXPECT_NE(std::string(err_).find("longer than"), std::string::npos) << err_;
+}
+
 // In slurmstepd the option callback runs as root and Slurm ignores its failure: the SPEC is kept
 // as given and checked when the step is planned, where the policy and the warning apply.
 TEST_F(Facade, SlurmstepdChecksTheSpecWhenPlanningTheStep) {
