@@ -64,7 +64,8 @@ std::string node_to_text(const topology::NodeTopology& node) {
         const Link& k = g.link(id);
         if (k.kind == LinkKind::kNvLink && k.a != k.b) lanes += k.count;
       }
-      rows.push_back({v.name, v.busid, num_or_dash(l.numa), nic, path, bw,
+      // hwloc names a GPU after its CUDA/NVML device; one without a driver has no name.
+      rows.push_back({or_dash(v.name), v.busid, num_or_dash(l.numa), nic, path, bw,
                       lanes > 0 ? std::to_string(lanes) + " lanes" : "-", ranges(l.local_pus)});
     }
     out << text_table(rows);

@@ -154,6 +154,20 @@ TEST(DiscoverCli, AFileWithoutNicsMakesNoClaimAboutRdma) {
   EXPECT_EQ(r.out.find("no RDMA devices"), std::string::npos) << r.out;
 }
 
+// The HP ProLiant SL390s capture shows three Tesla M2070 without a CUDA or NVML device, so
+// hwloc gives them no name: their rows start with "-", not with an empty cell that shifts the
+// eye to the bus id.
+TEST(DiscoverCli, UnnamedGpusShowADash) {
+  CliRun r = cli("discover -i hwloc/hwloc-v2fmt-2s-proliant-sl390s-mlx4-ib.xml");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  for (const char* busid : {"0000:06:00.0", "0000:11:00.0", "0000:14:00.0"}) {
+    std::size_t at = r.out.find(busid);
+    ASSERT_NE(at, std::string::npos) << r.out;
+    std::size_t bol = r.out.rfind('\n', at) + 1;
+    EXPECT_EQ(r.out.substr(bol, 3), "  -") << r.out.substr(bol, at - bol + 12);
+  }
+}
+
 TEST(DiscoverCli, GoldenOutputsOfRealCaptures) {
   struct Case {
     std::string args, golden;
