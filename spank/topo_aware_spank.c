@@ -69,6 +69,23 @@ static void emit(void *arg, int level, const char *line) {
   else slurm_info("%s", line);
 }
 
+/* Where srun, sbatch and salloc look for a SPANK option in the environment (inside an allocation
+ * they find the one sbatch or salloc was given there). */
+#define TA_OPTION_ENV "SLURM_SPANK__SLURM_SPANK_OPTION_topo_aware_topo_aware"
+
+/* TOPO_AWARE reaches the nodes only through the step's environment, which --export=NONE (or a
+ * list without it) leaves out: srun would plan the job and the nodes would launch it unmodified,
+ * silently. Handed over as the option instead, it travels with the step like --topo-aware=SPEC.
+ * Slurm reads these variables after slurm_spank_init and before the command line, so a
+ * --topo-aware=SPEC given there still wins, and an option already in the environment is kept. A
+ * bad TOPO_AWARE is left to init_post_opt, which reports it by its name. */
+static void env_as_option(void) {
+  char err[TA_ERRLEN] = "";
+  const char *spec = getenv("TOPO_AWARE");
+  if (spec == NULL || getenv(TA_OPTION_ENV) != NULL) return;
+  if (ta_set_spec(spec, err, sizeof err) == 0) setenv(TA_OPTION_ENV, spec, 0);
+}
+
 int slurm_spank_init(spank_t sp, int ac, char **av) {
   char err[TA_ERRLEN] = "";
   spank_context_t ctx = spank_context();
@@ -81,6 +98,7 @@ int slurm_spank_init(spank_t sp, int ac, char **av) {
     slurm_error("topo-aware: %s: cannot register --topo-aware", __func__);
     return -1;
   }
+  if (ctx != S_CTX_REMOTE) env_as_option();
   return 0;
 }
 

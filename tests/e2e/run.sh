@@ -180,6 +180,14 @@ check "without --topo-aware no variable is exported" test "$(count_tasks_with ab
 TOPO_AWARE=tp=4 lab_srun fallback -N4 -n32 "$ENVDUMP"
 check "TOPO_AWARE=tp=4 works like --topo-aware=tp=4" same_env fallback tp=4 'node[1-4]'
 
+# --export=NONE keeps TOPO_AWARE out of the step's environment: it must reach the nodes anyway
+# (srun hands it over as the option), and --topo-aware=SPEC still wins over it.
+TOPO_AWARE=tp=4 lab_srun exportnone --export=NONE -N4 -n32 "$ENVDUMP"
+check "TOPO_AWARE=tp=4 srun --export=NONE: every task gets the plan" \
+  test "$(count_tasks_with exportnone RANK)" -eq 32
+TOPO_AWARE=tp=4 lab_srun optionwins -N4 -n32 --topo-aware=tp=8 "$ENVDUMP"
+check "TOPO_AWARE=tp=4 with --topo-aware=tp=8: the option wins" same_env optionwins tp=8 'node[1-4]'
+
 # slurmstepd reads TOPO_AWARE into a fixed buffer: a 1100-character job description path is
 # still applied on the nodes, not dropped while srun reports the job as topo-aware.
 deep=$OUT/deep
