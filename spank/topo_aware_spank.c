@@ -50,11 +50,18 @@ static struct spank_option ta_option = {
     "(missing dims are 1, dp fills the rest); none means data parallel. Also TOPO_AWARE=SPEC.",
     2, 0, option_cb};
 
+/* How the user gave the SPEC, for messages: "--topo-aware" or "TOPO_AWARE". */
+static const char *spec_origin = "--topo-aware";
+
 static int option_cb(int val, const char *optarg, int is_remote) {
   char err[TA_ERRLEN] = "";
+  const char *env = getenv("TOPO_AWARE");
   (void)val;
   /* slurmstepd (as root, and Slurm ignores a failure here): keep it, user_init checks it. */
   if (is_remote) return ta_keep_spec(optarg);
+  /* TOPO_AWARE handed over as the option (env_as_option) comes first; the command line after. */
+  spec_origin = env != NULL && optarg != NULL && strcmp(env, optarg) == 0 ? "TOPO_AWARE"
+                                                                           : "--topo-aware";
   if (ta_set_spec(optarg, err, sizeof err) != 0) {
     slurm_error("topo-aware: invalid --topo-aware=%s: %s", optarg ? optarg : "", err);
     return -1;
@@ -111,6 +118,7 @@ static int env_fallback_local(void) {
     slurm_error("topo-aware: invalid TOPO_AWARE=%s: %s", spec, err);
     return -1;
   }
+  spec_origin = "TOPO_AWARE";
   return 0;
 }
 
@@ -188,7 +196,7 @@ int slurm_spank_local_user_init(spank_t sp, int ac, char **av) {
                       sizeof err);
   free(hosts);
   if (rc == -1) {
-    slurm_error("topo-aware: %s", err);
+    slurm_error("topo-aware: %s=%s: %s", spec_origin, ta_spec(), err);
     return -1;
   }
   if (rc != 0) {

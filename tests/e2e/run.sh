@@ -294,6 +294,11 @@ check "bad SPEC: nothing ran" test ! -e "$marker"
 lab_srun badworld -N4 -n32 --topo-aware=tp=3 bash -c "touch $marker"
 check "SPEC not dividing 32 tasks: srun exits non-zero" test $? -ne 0
 check "SPEC not dividing 32 tasks: nothing ran" test ! -e "$marker"
+check "SPEC not dividing 32 tasks: the message names the option" \
+  grep -q -- '--topo-aware=tp=3: .*does not divide 32' "$OUT/badworld.err"
+TOPO_AWARE=tp=3 lab_srun badworldenv -N4 -n32 bash -c "touch $marker"
+check "TOPO_AWARE=tp=3 not dividing 32 tasks: srun exits non-zero, names TOPO_AWARE" \
+  bash -c "test $? -ne 0 && grep -q 'TOPO_AWARE=tp=3: .*does not divide 32' '$OUT/badworldenv.err'"
 
 set_plugstack "config=$LAB/etc/missing.toml"
 bad_case missing-config fail-open "missing.toml.*not found" --topo-aware=tp=8
