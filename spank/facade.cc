@@ -522,6 +522,16 @@ int ta_step_prepare(const struct ta_step* step, char* err, size_t errlen) {
     }
     // The plan numbers tasks in Slurm's block order; any other distribution (-m cyclic, plane)
     // would put a different task on each slot, so it is refused rather than silently misapplied.
+    // The refusal must be the same on every node: a node's own tasks can look like block order
+    // while other nodes' do not (-m arbitrary with node1,node1,node2,node3,node2; cyclic over
+    // nodes of unequal size), and a plan applied on some nodes only leaves tasks without a RANK.
+    // So the step's distribution, which every node sees alike, decides first.
+    const std::string dist = step->distribution != nullptr ? step->distribution : "";
+    const std::string across_nodes = dist.substr(0, dist.find_first_of(":,"));
+    if (across_nodes == "cyclic" || across_nodes == "plane" || across_nodes == "arbitrary") {
+      throw mapper::Error("tasks are in " + across_nodes + " distribution (SLURM_DISTRIBUTION=" +
+                          dist + "); topo-aware maps Slurm's block order only (-m block)");
+    }
     // This node is the node_id-th of the step's node list (Slurm's own numbering). The
     // environment's SLURMD_NODENAME cannot be trusted here: in a batch job it is inherited from
     // the batch host.

@@ -64,6 +64,7 @@ struct ta_step {
   const char *hosts;         /* the step's hosts, newline-separated, Slurm's order */
   const char *tasks_per_node;/* SLURM_STEP_TASKS_PER_NODE ("8(x4)") or NULL */
   const char *step_gpus;     /* SLURM_STEP_GPUS (physical, Slurm-bound) or NULL */
+  const char *distribution;  /* SLURM_DISTRIBUTION ("cyclic", "block:cyclic", ...) or NULL */
   const char *user_env;      /* names the user set in the step's environment, newline-separated */
   const uint32_t *local_global; /* global task id of each local task */
   uint32_t nlocal;

@@ -224,7 +224,7 @@ static void remember_failure(const char *reason, int node_local) {
 int slurm_spank_user_init(spank_t sp, int ac, char **av) {
   char err[TA_ERRLEN] = "";
   static char nodelist[65536], tasks_per_node[65536], step_gpus[1024], host[256],
-      spec[TA_SPEC_MAX];
+      spec[TA_SPEC_MAX], distribution[256];
   char probe[8];
   char *hosts = NULL, *user_env = NULL;
   size_t user_len = 0;
@@ -273,6 +273,7 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av) {
   if (nodelist[0] == '\0') getenv_dup(sp, "SLURM_JOB_NODELIST", nodelist, sizeof nodelist);
   getenv_dup(sp, "SLURM_STEP_TASKS_PER_NODE", tasks_per_node, sizeof tasks_per_node);
   getenv_dup(sp, "SLURM_STEP_GPUS", step_gpus, sizeof step_gpus);
+  getenv_dup(sp, "SLURM_DISTRIBUTION", distribution, sizeof distribution);
   hosts = expand_hosts(nodelist);
 
   /* What the user set explicitly, before Slurm or topo-aware touch the task environment. */
@@ -300,6 +301,7 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av) {
   step.hosts = hosts != NULL ? hosts : "";
   step.tasks_per_node = tasks_per_node;
   step.step_gpus = step_gpus;
+  step.distribution = distribution;
   step.user_env = user_env;
   step.local_global = local_global;
   if (local_global == NULL) step.nlocal = 0;

@@ -287,6 +287,15 @@ bad_case() {  # name, policy, expected message regex, srun args...
   check "$name: daemons still up" daemons_up
 }
 
+# -m arbitrary: node1's tasks (0, 1) look like block order, node2's (2, 4) and node3's (3) do
+# not. All nodes must leave the step alone, not node1 hand out ranks 0-1 and the rest none.
+printf 'node1\nnode1\nnode2\nnode3\nnode2\n' >"$OUT/hostfile"
+SLURM_HOSTFILE=$OUT/hostfile lab_srun arbitrary -m arbitrary -n5 --topo-aware "$ENVDUMP"
+check "-m arbitrary: exit 0, no task gets a RANK (fail-open)" \
+  test $? -eq 0 -a "$(count_tasks_with arbitrary RANK)" -eq 0
+check "-m arbitrary: the warning names the distribution" \
+  grep -q 'arbitrary distribution' "$OUT/arbitrary.err"
+
 lab_srun badspec -N4 -n32 --topo-aware=tp=x bash -c "touch $marker"
 check "bad SPEC: srun exits non-zero" test $? -ne 0
 check "bad SPEC: the reason is shown" grep -q "invalid --topo-aware=tp=x" "$OUT/badspec.err"

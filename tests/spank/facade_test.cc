@@ -143,6 +143,29 @@ TEST_F(Facade, CyclicDistributionIsRefused) {
   EXPECT_EQ(ta_step_ready(), 0);
 }
 
+// -m arbitrary with SLURM_HOSTFILE node1,node1,node2,node3,node2: node1's own tasks (0, 1) look
+// like block order, the other nodes' do not. Every node must refuse alike, from the step's
+// distribution, or node1 alone would hand out ranks.
+TEST_F(Facade, NonBlockDistributionIsRefusedOnEveryNodeAlike) {
+  ASSERT_EQ(ta_set_spec("", err_, sizeof err_), 0);
+  ta_step s = step(0);
+  s.ntasks = 5;
+  s.hosts = "node1\nnode2\nnode3\n";
+  s.host = "node1";
+  s.tasks_per_node = "2(x2),1";
+  s.nlocal = 2;
+  for (std::uint32_t i = 0; i < 2; ++i) local_[i] = i;
+  s.distribution = "arbitrary";
+  EXPECT_EQ(ta_step_prepare(&s, err_, sizeof err_), -1);
+  EXPECT_NE(std::string(err_).find("arbitrary distribution"), std::string::npos) << err_;
+  EXPECT_EQ(ta_step_ready(), 0);
+  s.distribution = "cyclic:block";
+  EXPECT_EQ(ta_step_prepare(&s, err_, sizeof err_), -1);
+  // Block across nodes, whatever the order inside a node, is what the plan assumes.
+  s.distribution = "block:cyclic";
+  EXPECT_EQ(ta_step_prepare(&s, err_, sizeof err_), 0) << err_;
+}
+
 TEST_F(Facade, SpecIsCheckedAndTheOptionCallbackIsIdempotent) {
   EXPECT_EQ(ta_set_spec("tp=x", err_, sizeof err_), -1);
   EXPECT_NE(std::string(err_).find("tp=x"), std::string::npos) << err_;
