@@ -47,7 +47,8 @@ static int option_cb(int val, const char *optarg, int is_remote);
 static struct spank_option ta_option = {
     "topo-aware", "SPEC",
     "Map ranks to GPUs, NICs and CPUs by topology. SPEC: a parallel layout such as tp=8,pp=2 "
-    "(missing dims are 1, dp fills the rest); none means data parallel. Also TOPO_AWARE=SPEC.",
+    "(missing dims are 1, dp fills the rest), or file:/ABS/PATH to a TOML job description; "
+    "none means data parallel. Also TOPO_AWARE=SPEC.",
     2, 0, option_cb};
 
 /* How the user gave the SPEC, for messages: "--topo-aware" or "TOPO_AWARE". */

@@ -172,6 +172,13 @@ if id nobody >/dev/null 2>&1 && command -v runuser >/dev/null; then
     test "$(stat -c '%a %U' "$LAB/jobs" 2>/dev/null)" = "1777 root"
 fi
 
+# What a user finds in srun --help and sbatch --help.
+srun --help >"$OUT/help.out" 2>&1
+check "srun --help lists --topo-aware=SPEC with file:PATH" \
+  bash -c "grep -q -- '--topo-aware=SPEC' '$OUT/help.out' && grep -q 'file:/ABS/PATH' '$OUT/help.out'"
+sbatch --help >"$OUT/sbatch-help.out" 2>&1
+check "sbatch --help lists --topo-aware=SPEC" grep -q -- '--topo-aware=SPEC' "$OUT/sbatch-help.out"
+
 # The option absent: the plugin is loaded and changes nothing.
 lab_srun absent -N4 -n32 "$ENVDUMP"
 check "without --topo-aware no variable is exported" test "$(count_tasks_with absent RANK)" -eq 0
