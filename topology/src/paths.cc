@@ -368,10 +368,17 @@ std::vector<GpuLocality> gpu_locality(const NodeTopology& node, const NodePaths&
   const Graph& g = node.graph;
   // NCCL's net devices are the RDMA ones when the node has any (its IB or net plugin), its
   // socket interfaces only otherwise: a GPU's nearest NIC is chosen among those.
+  // NCCL's IB plugin lists only ACTIVE ports: an HCA whose ports are all known to be down (a
+  // pulled cable, a port still in INIT) is no net device, and naming it in NCCL_IB_HCA would
+  // leave the task without one. An unknown state (files, hwloc without verbs) counts as usable.
+  auto usable = [](const NetPort& p) {
+    return is_rdma(p) &&
+           (p.state.empty() || p.state == "ACTIVE" || p.state == "ACTIVE_DEFER");
+  };
   std::vector<VertexId> nics = node.nics();
   auto rdma = [&](VertexId n) {
     const auto& ports = g.vertex(n).nic.ports;
-    return std::any_of(ports.begin(), ports.end(), [](const NetPort& p) { return is_rdma(p); });
+    return std::any_of(ports.begin(), ports.end(), usable);
   };
   if (std::any_of(nics.begin(), nics.end(), rdma)) {
     nics.erase(std::remove_if(nics.begin(), nics.end(), [&](VertexId n) { return !rdma(n); }),

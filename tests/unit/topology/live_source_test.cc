@@ -218,6 +218,33 @@ TEST(LiveSysfs, FakeVerbsOverridesSysfsPortState) {
   EXPECT_EQ(verbs.freed, 1);
 }
 
+// On the DGX H100 tree with mlx5_3's cable pulled, NCCL's IB plugin does not list mlx5_3 (it
+// keeps ACTIVE ports only). GPU3, which shares mlx5_3's switch, must get socket 0's other HCAs,
+// not NCCL_IB_HCA==mlx5_3 and no usable device; the other GPUs keep their own HCA.
+TEST(LiveSysfs, AnHcaWhosePortIsDownIsNoGpusNic) {
+  test::FakeVerbs verbs = test::FakeVerbs::dgx_h100();
+  verbs.hcas[3].ports[0].state = IBV_PORT_DOWN;
+  VerbsApi api = verbs.api();
+  LiveOptions o = fake_root(dgx_root());
+  o.verbs = &api;
+  NodeTopology n = discover_live(o);
+  ASSERT_EQ(by_name(n, VertexKind::kNic, "mlx5_3").nic.ports.at(0).state, "DOWN");
+  for (const GpuLocality& l : gpu_locality(n)) {
+    const Vertex& g = n.graph.vertex(l.gpu);
+    std::vector<std::string> names;
+    for (VertexId nic : l.nearest_nics) names.push_back(n.graph.vertex(nic).name);
+    if (g.busid == "0000:61:00.0") {
+      EXPECT_EQ(names, (std::vector<std::string>{"mlx5_0", "mlx5_1", "mlx5_2"}));
+      EXPECT_EQ(to_string(l.path_to_nic), "PHB");
+      EXPECT_DOUBLE_EQ(l.bandwidth_to_nic, 48.0);
+    } else {
+      ASSERT_EQ(names.size(), 1u) << g.busid;
+      EXPECT_NE(names[0], "mlx5_3") << g.busid;
+      EXPECT_EQ(to_string(l.path_to_nic), "PIX") << g.busid;
+    }
+  }
+}
+
 TEST(LiveSysfs, MissingRootIsANotFoundError) {
   try {
     discover_live(fake_root("/nonexistent/topo-aware-root"));
