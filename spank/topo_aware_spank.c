@@ -81,17 +81,24 @@ static void emit(void *arg, int level, const char *line) {
  * they find the one sbatch or salloc was given there). */
 #define TA_OPTION_ENV "SLURM_SPANK__SLURM_SPANK_OPTION_topo_aware_topo_aware"
 
+/* 1 while srun's environment holds TA_OPTION_ENV only because env_as_option put it there. */
+static int option_env_set = 0;
+
 /* TOPO_AWARE reaches the nodes only through the step's environment, which --export=NONE (or a
  * list without it) leaves out: srun would plan the job and the nodes would launch it unmodified,
  * silently. Handed over as the option instead, it travels with the step like --topo-aware=SPEC.
  * Slurm reads these variables after slurm_spank_init and before the command line, so a
  * --topo-aware=SPEC given there still wins, and an option already in the environment is kept. A
- * bad TOPO_AWARE is left to init_post_opt, which reports it by its name. */
+ * bad TOPO_AWARE is left to init_post_opt, which reports it by its name. srun only: sbatch and
+ * salloc would copy the option into the job's environment, where it would then win over a
+ * TOPO_AWARE the script sets for a step. */
 static void env_as_option(void) {
   char err[TA_ERRLEN] = "";
   const char *spec = getenv("TOPO_AWARE");
   if (spec == NULL || getenv(TA_OPTION_ENV) != NULL) return;
-  if (ta_set_spec(spec, err, sizeof err) == 0) setenv(TA_OPTION_ENV, spec, 0);
+  if (ta_set_spec(spec, err, sizeof err) == 0 && setenv(TA_OPTION_ENV, spec, 0) == 0) {
+    option_env_set = 1;
+  }
 }
 
 int slurm_spank_init(spank_t sp, int ac, char **av) {
@@ -106,7 +113,7 @@ int slurm_spank_init(spank_t sp, int ac, char **av) {
     slurm_error("topo-aware: %s: cannot register --topo-aware", __func__);
     return -1;
   }
-  if (ctx != S_CTX_REMOTE) env_as_option();
+  if (ctx == S_CTX_LOCAL) env_as_option();
   return 0;
 }
 
@@ -129,6 +136,10 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av) {
   switch (spank_context()) {
     case S_CTX_LOCAL:
     case S_CTX_ALLOCATOR:
+      /* Read by now; the tasks' environment gets no trace of it (a task's own srun would
+       * otherwise take it as an option given there). */
+      if (option_env_set) unsetenv(TA_OPTION_ENV);
+      option_env_set = 0;
       return env_fallback_local();
     case S_CTX_REMOTE: {
       /* Still root here: the shared base of the per-job directories, if missing -- only for a

@@ -194,6 +194,14 @@ check "TOPO_AWARE=tp=4 srun --export=NONE: every task gets the plan" \
   test "$(count_tasks_with exportnone RANK)" -eq 32
 TOPO_AWARE=tp=4 lab_srun optionwins -N4 -n32 --topo-aware=tp=8 "$ENVDUMP"
 check "TOPO_AWARE=tp=4 with --topo-aware=tp=8: the option wins" same_env optionwins tp=8 'node[1-4]'
+TOPO_AWARE=tp=4 lab_srun optionenv -N4 -n32 env
+check "TOPO_AWARE handed over as the option leaves no SLURM_SPANK_ variable in the tasks" \
+  bash -c "! grep -q '^SLURM_SPANK_' '$OUT/optionenv.out'"
+# A TOPO_AWARE given to sbatch stays an environment variable: the script may change it per step.
+TOPO_AWARE=tp=8 timeout 90 sbatch --wait -N4 -n32 -o "$OUT/sbenv.out" \
+  --wrap "export TOPO_AWARE=tp=4; srun $ENVDUMP" >/dev/null 2>&1
+check "TOPO_AWARE=tp=8 sbatch, TOPO_AWARE=tp=4 in the script: the step is tp=4" \
+  test "$(grep -o 'TOPO_AWARE_COORDS=tp:[0-9]*' "$OUT/sbenv.out" | cut -d: -f2 | sort -un | tr '\n' ' ')" = "0 1 2 3 "
 
 # slurmstepd reads TOPO_AWARE into a fixed buffer: a 1100-character job description path is
 # still applied on the nodes, not dropped while srun reports the job as topo-aware.
