@@ -372,8 +372,7 @@ std::vector<GpuLocality> gpu_locality(const NodeTopology& node, const NodePaths&
   // pulled cable, a port still in INIT) is no net device, and naming it in NCCL_IB_HCA would
   // leave the task without one. An unknown state (files, hwloc without verbs) counts as usable.
   auto usable = [](const NetPort& p) {
-    return is_rdma(p) &&
-           (p.state.empty() || p.state == "ACTIVE" || p.state == "ACTIVE_DEFER");
+    return is_rdma(p) && (p.state.empty() || p.state == "ACTIVE" || p.state == "ACTIVE_DEFER");
   };
   std::vector<VertexId> nics = node.nics();
   auto rdma = [&](VertexId n) {
