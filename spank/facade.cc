@@ -200,9 +200,9 @@ std::string read_job_file(const std::string& path) {
     ssize_t n = ::read(fd.fd, buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
-      throw topology::Error(topology::ErrorCode::kSystem, path,
-                            std::string("cannot read the job description: ") +
-                                std::strerror(errno));
+      throw topology::Error(
+          topology::ErrorCode::kSystem, path,
+          std::string("cannot read the job description: ") + std::strerror(errno));
     }
     if (n == 0) break;
     text.append(buf, static_cast<size_t>(n));
