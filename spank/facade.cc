@@ -255,7 +255,11 @@ NodeModels load_nodes(const Config& config, const topology::Fabric& fabric,
       if (index >= 0) {
         const std::string& type = fabric.hosts[static_cast<size_t>(index)].node_type;
         for (const auto& t : fabric.node_types) {
-          if (t.name == type && !t.capture.empty()) capture = t.capture;
+          // capture_path: resolved against the fabric file's directory, as the description
+          // says (capture is as written, and srun and slurmstepd run elsewhere).
+          if (t.name == type && !t.capture.empty()) {
+            capture = t.capture_path.empty() ? t.capture : t.capture_path;
+          }
         }
       }
     }

@@ -238,6 +238,17 @@ MASTER_PORT=12345 lab_srun userset -N4 -n32 --topo-aware=tp=8 "$ENVDUMP"
 check "user-set MASTER_PORT is not overwritten" \
   test "$(grep -c ' MASTER_PORT=12345$' "$OUT/userset.out")" -eq 32
 
+# Without [[node]] entries every host uses its fabric node type's capture, which the lab
+# cluster names relative to the fabric file: found from srun's and slurmstepd's directories.
+if grep -q '^capture *= *"\.\./' "$FABRIC" 2>/dev/null; then
+  set_config
+  sed -i '/^\[\[node\]\]/,$d' "$LAB/etc/topo-aware.toml"
+  (cd / && lab_srun nodetype -N4 -n32 --topo-aware=tp=8,pp=2 "$ENVDUMP")
+  check "no [[node]]: the fabric's node type capture (relative to the fabric) is used" \
+    same_env nodetype tp=8,pp=2 'node[1-4]'
+  good_config
+fi
+
 # --- contiguous vs spread allocations ------------------------------------------------------
 lab_srun contiguous -N2 -n16 -w 'node[1-2]' --topo-aware=tp=8 "$ENVDUMP"
 check "contiguous allocation (node[1-2]) judged: 1 leaf" \

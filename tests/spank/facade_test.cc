@@ -120,6 +120,19 @@ TEST_F(Facade, StepEnvironmentIsTheMappersAndTheXmlIsWrittenSafely) {
   EXPECT_FALSE(fs::exists(job));
 }
 
+// Without [[node]] entries a host uses its fabric node type's capture, which the lab cluster
+// names relative to the fabric file (../tests/fixtures/...), not to the step's working directory.
+TEST_F(Facade, FabricNodeTypeCaptureIsFoundRelativeToTheFabricFile) {
+  std::ofstream(config_) << "fabric = \"" << kFabric << "\"\njob_dir = \""
+                         << (dir_ / "jobs").string() << "\"\n";
+  configure({"config=" + config_});
+  ASSERT_EQ(ta_set_spec("tp=8", err_, sizeof err_), 0) << err_;
+  ASSERT_NE(fs::current_path(), fs::path(kFabric).parent_path());
+  ta_step s = step();
+  ASSERT_EQ(ta_step_prepare(&s, err_, sizeof err_), 0) << err_;
+  EXPECT_EQ(env_of(9).at("WORLD_SIZE"), "32");
+}
+
 TEST_F(Facade, SymlinkedJobDirectoryIsRefusedButThePlanStands) {
   fs::create_directories(dir_ / "elsewhere");
   fs::create_directory_symlink(dir_ / "elsewhere", dir_ / "jobs" / "77");
