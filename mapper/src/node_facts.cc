@@ -62,11 +62,26 @@ NodeFacts node_facts(const topology::NodeTopology& node) {
   for (VertexId gv : gpus) {
     if (g.vertex(gv).gpu.dev >= 0) known.push_back(g.vertex(gv).gpu.dev);
   }
+  // Those take free indices in PCI bus order, as NVML numbers GPUs.
+  std::vector<VertexId> unindexed;
+  for (VertexId gv : gpus) {
+    if (g.vertex(gv).gpu.dev < 0) unindexed.push_back(gv);
+  }
+  std::stable_sort(unindexed.begin(), unindexed.end(), [&](VertexId a, VertexId b) {
+    return g.vertex(a).busid < g.vertex(b).busid;
+  });
+  std::vector<std::pair<std::uint32_t, int>> assigned;  // vertex -> index
   int next_free = 0;
-  auto free_index = [&] {
+  for (VertexId gv : unindexed) {
     while (std::find(known.begin(), known.end(), next_free) != known.end()) ++next_free;
     known.push_back(next_free);
-    return next_free;
+    assigned.emplace_back(gv.value, next_free);
+  }
+  auto free_index = [&](VertexId gv) {
+    for (const auto& [v, i] : assigned) {
+      if (v == gv.value) return i;
+    }
+    return -1;
   };
   // The node library's view (NCCL's rules) when it is there; the tree walk below otherwise.
   std::vector<topology::GpuLocality> locality;
@@ -78,7 +93,7 @@ NodeFacts node_facts(const topology::NodeTopology& node) {
   for (VertexId gv : gpus) {
     const auto& v = g.vertex(gv);
     GpuFacts f;
-    f.dev = v.gpu.dev >= 0 ? v.gpu.dev : free_index();
+    f.dev = v.gpu.dev >= 0 ? v.gpu.dev : free_index(gv);
     f.busid = v.busid;
     double nvl = 0, pcie = 0;
     for (auto l : g.links_of(gv)) {
@@ -125,7 +140,12 @@ NodeFacts node_facts(const topology::NodeTopology& node) {
     }
     // NCCL_IB_HCA's names: the nearest NICs that are RDMA devices (none on a socket-only node).
     for (VertexId n : nearest) {
-      if (nic_rdma(g, n)) f.nics.push_back(nic_name(g, n));
+      // Every RDMA port's device (a <nic> of NCCL XML may hold several: mlx5_5..mlx5_8).
+      for (const auto& p : g.vertex(n).nic.ports) {
+        if (!topology::is_rdma(p)) continue;
+        const std::string name = p.name.empty() ? nic_name(g, n) : p.name;
+        if (std::find(f.nics.begin(), f.nics.end(), name) == f.nics.end()) f.nics.push_back(name);
+      }
     }
     if (!nearest.empty()) {
       f.netdev = nic_netdev(g, nearest[0]);

@@ -185,6 +185,24 @@ TEST(MapCliTest, SocketOnlyNodesGetAnInterfaceAndNoHca) {
   for (auto& [task, e] : env) EXPECT_EQ(e.count("NCCL_IB_HCA"), 0u) << task;
 }
 
+TEST(MapCliTest, GpuIndicesFollowBusOrderAndEveryPortOfTheNicIsExported) {
+  // The ProLiant SL390s capture gives its three Teslas no NVML index: they are numbered in PCI
+  // bus order, as NVML does (06, 11, 14), not in the capture's order.
+  CliRun j = cli("map --fabric " + source_dir() + "/etc/lab-cluster.toml --node-type " +
+                 topoaware::test::fixture("hwloc/hwloc-v2fmt-2s-proliant-sl390s-mlx4-ib.xml") +
+                 " --nodes node1 --of json");
+  ASSERT_EQ(j.rc, 0) << j.err;
+  std::map<int, std::string> bus;
+  const auto plan = nlohmann::json::parse(j.out);
+  for (const auto& t : plan["ranks"]) bus[t["gpu"].get<int>()] = t["busid"].get<std::string>();
+  EXPECT_EQ(bus, (std::map<int, std::string>{
+                     {0, "0000:06:00.0"}, {1, "0000:11:00.0"}, {2, "0000:14:00.0"}}));
+  // Modal's B200 VM: GPU 0's nearest card carries four 400G ports, mlx5_5..mlx5_8; NCCL uses
+  // them all, so all are exported.
+  auto env = lab_env("nccl-topo/modal-hgx-b200-vm-8gpu-handedited-p2p-nvlink-topo.xml");
+  EXPECT_EQ(env[0]["NCCL_IB_HCA"], "=mlx5_5,mlx5_6,mlx5_7,mlx5_8");
+}
+
 TEST(MapCliTest, BadInputAndUsageExitCodes) {
   CliRun bad = cli("map " + lab_args() + " --nodes 'node[1-4]' --layout tp=8,pp=3");
   EXPECT_EQ(bad.rc, 1);
