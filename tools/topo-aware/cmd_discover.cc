@@ -15,15 +15,7 @@ namespace {
 
 // "0-23,48-71": how people read CPU lists (as taskset and numactl print them).
 std::string ranges(const std::vector<std::uint32_t>& pus) {
-  std::string out;
-  for (std::size_t i = 0; i < pus.size();) {
-    std::size_t j = i;
-    while (j + 1 < pus.size() && pus[j + 1] == pus[j] + 1) ++j;
-    if (!out.empty()) out += ',';
-    out += std::to_string(pus[i]);
-    if (j > i) out += "-" + std::to_string(pus[j]);
-    i = j + 1;
-  }
+  std::string out = cpu_ranges(pus);
   return out.empty() ? "-" : out;
 }
 

@@ -117,21 +117,6 @@ std::string escape(const std::string& s) {
   return o;
 }
 
-// Compact rank ranges: {0,1,2,3,8,9} -> "0-3,8-9".
-std::string ranges(std::vector<std::size_t> v) {
-  std::sort(v.begin(), v.end());
-  std::string out;
-  for (std::size_t i = 0; i < v.size();) {
-    std::size_t j = i;
-    while (j + 1 < v.size() && v[j + 1] == v[j] + 1) ++j;
-    if (!out.empty()) out += ',';
-    out += std::to_string(v[i]);
-    if (j > i) out += '-' + std::to_string(v[j]);
-    i = j + 1;
-  }
-  return out;
-}
-
 // Hosts along the bottom in locality order, labelled with their names and ranks, one row of
 // group nodes per network level above (labelled where there is room); each edge's colour is its
 // busiest dim's load / bandwidth relative to the step's worst link, its width the bytes it
@@ -149,9 +134,9 @@ std::string render_svg(const Scored& s) {
     }
     return false;
   });
-  std::vector<std::vector<std::size_t>> ranks_of_host(H);
+  std::vector<std::vector<std::uint32_t>> ranks_of_host(H);
   for (std::size_t r = 0; r < s.slot_of_rank.size(); ++r) {
-    ranks_of_host[m.slots[s.slot_of_rank[r]].host].push_back(r);
+    ranks_of_host[m.slots[s.slot_of_rank[r]].host].push_back(static_cast<std::uint32_t>(r));
   }
   const double dx = std::max(6.0, std::min(60.0, 1400.0 / static_cast<double>(H)));
   const double width = std::max(960.0, 80 + dx * static_cast<double>(H));
@@ -162,7 +147,7 @@ std::string render_svg(const Scored& s) {
   std::size_t longest = 0;
   for (std::size_t h = 0; h < H; ++h) {
     longest = std::max(longest, m.hosts[h].size() + 1 + std::min<std::size_t>(
-                                                          20, ranges(ranks_of_host[h]).size()));
+                                                          20, cpu_ranges(ranks_of_host[h]).size()));
   }
   const double label_room =
       host_labels ? 16 + 0.62 * label_font * static_cast<double>(longest) : 20;
@@ -221,7 +206,7 @@ std::string render_svg(const Scored& s) {
   }
   auto level_y = [&](std::size_t l) { return base_y - row * static_cast<double>(l + 1); };
   for (std::size_t h = 0; h < H; ++h) {
-    const std::string ranks = ranges(ranks_of_host[h]);
+    const std::string ranks = cpu_ranges(ranks_of_host[h]);
     if (!m.levels.empty()) {
       double x2 = gx[0][m.levels[0].group_of_host[h]];
       o << "<line x1=\"" << hx[h] << "\" y1=\"" << base_y << "\" x2=\"" << x2 << "\" y2=\""
