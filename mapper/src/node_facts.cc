@@ -1,6 +1,7 @@
 #include "node_facts.h"
 
 #include <algorithm>
+#include <map>
 
 #include "topoaware/topology/error.h"
 #include "topoaware/topology/paths.h"
@@ -35,12 +36,6 @@ std::string nic_netdev(const Graph& g, VertexId nic) {
   return {};
 }
 
-bool nic_rdma(const Graph& g, VertexId nic) {
-  const auto& ports = g.vertex(nic).nic.ports;
-  return std::any_of(ports.begin(), ports.end(),
-                     [](const topology::NetPort& p) { return topology::is_rdma(p); });
-}
-
 }  // namespace
 
 NodeFacts node_facts(const topology::NodeTopology& node) {
@@ -49,40 +44,28 @@ NodeFacts node_facts(const topology::NodeTopology& node) {
   std::vector<VertexId> gpus = node.gpus();
   std::vector<VertexId> nics = node.nics();
   for (VertexId n : nics) facts.nic_names.push_back(nic_name(g, n));
-  // The NICs a GPU may use: the RDMA ones where the node has any (as gpu_locality() chooses).
-  std::vector<VertexId> usable = nics;
-  if (std::any_of(nics.begin(), nics.end(), [&](VertexId n) { return nic_rdma(g, n); })) {
-    usable.erase(std::remove_if(usable.begin(), usable.end(),
-                                [&](VertexId n) { return !nic_rdma(g, n); }),
-                 usable.end());
-  }
-  // NVML indices: a GPU the capture gives none (hwloc saw no nvml/cuda device for it) takes the
-  // next index no other GPU has, in graph (PCI) order, so two GPUs never share one.
-  std::vector<int> known;
-  for (VertexId gv : gpus) {
-    if (g.vertex(gv).gpu.dev >= 0) known.push_back(g.vertex(gv).gpu.dev);
-  }
-  // Those take free indices in PCI bus order, as NVML numbers GPUs.
+  // The NICs a GPU may use, by NCCL's rules (the tree walk below chooses among them too).
+  const std::vector<VertexId> usable = topology::net_candidates(node);
+  // NVML indices: GPUs the capture gives none (hwloc saw no nvml device for them) take the
+  // indices no other GPU has, in PCI bus order as NVML numbers GPUs, so two never share one.
+  std::vector<int> taken;
   std::vector<VertexId> unindexed;
   for (VertexId gv : gpus) {
-    if (g.vertex(gv).gpu.dev < 0) unindexed.push_back(gv);
+    if (g.vertex(gv).gpu.dev >= 0)
+      taken.push_back(g.vertex(gv).gpu.dev);
+    else
+      unindexed.push_back(gv);
   }
   std::stable_sort(unindexed.begin(), unindexed.end(), [&](VertexId a, VertexId b) {
     return g.vertex(a).busid < g.vertex(b).busid;
   });
-  std::vector<std::pair<std::uint32_t, int>> assigned;  // vertex -> index
-  int next_free = 0;
+  std::map<std::uint32_t, int> dev_of;  // vertex -> assigned index
+  int next = 0;
   for (VertexId gv : unindexed) {
-    while (std::find(known.begin(), known.end(), next_free) != known.end()) ++next_free;
-    known.push_back(next_free);
-    assigned.emplace_back(gv.value, next_free);
+    while (std::find(taken.begin(), taken.end(), next) != taken.end()) ++next;
+    taken.push_back(next);
+    dev_of[gv.value] = next;
   }
-  auto free_index = [&](VertexId gv) {
-    for (const auto& [v, i] : assigned) {
-      if (v == gv.value) return i;
-    }
-    return -1;
-  };
   // The node library's view (NCCL's rules) when it is there; the tree walk below otherwise.
   std::vector<topology::GpuLocality> locality;
   try {
@@ -93,7 +76,7 @@ NodeFacts node_facts(const topology::NodeTopology& node) {
   for (VertexId gv : gpus) {
     const auto& v = g.vertex(gv);
     GpuFacts f;
-    f.dev = v.gpu.dev >= 0 ? v.gpu.dev : free_index(gv);
+    f.dev = v.gpu.dev >= 0 ? v.gpu.dev : dev_of.at(gv.value);
     f.busid = v.busid;
     double nvl = 0, pcie = 0;
     for (auto l : g.links_of(gv)) {
@@ -142,7 +125,7 @@ NodeFacts node_facts(const topology::NodeTopology& node) {
     for (VertexId n : nearest) {
       // Every RDMA port's device (a <nic> of NCCL XML may hold several: mlx5_5..mlx5_8).
       for (const auto& p : g.vertex(n).nic.ports) {
-        if (!topology::is_rdma(p)) continue;
+        if (!topology::rdma_port_up(p)) continue;
         const std::string name = p.name.empty() ? nic_name(g, n) : p.name;
         if (std::find(f.nics.begin(), f.nics.end(), name) == f.nics.end()) f.nics.push_back(name);
       }

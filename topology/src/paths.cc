@@ -364,20 +364,20 @@ std::vector<GpuLocality> gpu_locality(const NodeTopology& node) {
   return gpu_locality(node, NodePaths(node));
 }
 
-std::vector<GpuLocality> gpu_locality(const NodeTopology& node, const NodePaths& paths) {
+bool rdma_port_up(const NetPort& p) {
+  // NCCL's IB plugin lists only ACTIVE ports: an HCA whose ports are all known to be down (a
+  // pulled cable, a port still in INIT) is no net device. Unknown (files, hwloc) counts as up.
+  return is_rdma(p) && (p.state.empty() || p.state == "ACTIVE" || p.state == "ACTIVE_DEFER");
+}
+
+std::vector<VertexId> net_candidates(const NodeTopology& node) {
   const Graph& g = node.graph;
   // NCCL's net devices are the RDMA ones when the node has any (its IB or net plugin), its
-  // socket interfaces only otherwise: a GPU's nearest NIC is chosen among those.
-  // NCCL's IB plugin lists only ACTIVE ports: an HCA whose ports are all known to be down (a
-  // pulled cable, a port still in INIT) is no net device, and naming it in NCCL_IB_HCA would
-  // leave the task without one. An unknown state (files, hwloc without verbs) counts as usable.
-  auto usable = [](const NetPort& p) {
-    return is_rdma(p) && (p.state.empty() || p.state == "ACTIVE" || p.state == "ACTIVE_DEFER");
-  };
+  // socket interfaces only otherwise.
   std::vector<VertexId> nics = node.nics();
   auto rdma = [&](VertexId n) {
     const auto& ports = g.vertex(n).nic.ports;
-    return std::any_of(ports.begin(), ports.end(), usable);
+    return std::any_of(ports.begin(), ports.end(), rdma_port_up);
   };
   if (std::any_of(nics.begin(), nics.end(), rdma)) {
     nics.erase(std::remove_if(nics.begin(), nics.end(), [&](VertexId n) { return !rdma(n); }),
@@ -393,6 +393,12 @@ std::vector<GpuLocality> gpu_locality(const NodeTopology& node, const NodePaths&
       !std::all_of(nics.begin(), nics.end(), virtual_nic)) {
     nics.erase(std::remove_if(nics.begin(), nics.end(), virtual_nic), nics.end());
   }
+  return nics;
+}
+
+std::vector<GpuLocality> gpu_locality(const NodeTopology& node, const NodePaths& paths) {
+  const Graph& g = node.graph;
+  const std::vector<VertexId> nics = net_candidates(node);
   // NCCL's GPU-to-NET path ends with the port's own link (speed / 8000 GB/s), so behind one Gen5
   // PCIe path a 100G port gives 12.5 GB/s and a 400G port 48: NCCL picks the 400G one. A NIC whose
   // ports do not say their speed (NCCL asks the plugin then) counts at its PCIe bandwidth.

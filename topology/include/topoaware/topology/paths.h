@@ -85,6 +85,13 @@ struct GpuLocality {
 };
 // One entry per GPU, in vertex order. A GPU-to-NIC PIX means one PCIe switch between them, PXB
 // several switches, PHB through the CPU's root complex, SYS across CPUs.
+// The NICs NCCL would use as net devices, in graph order: those with an RDMA port that is up (or
+// of unknown state) where the node has any, its socket interfaces otherwise, and among those the
+// PCI ones where there are any (docker bridges and tunnels never reach other hosts). The
+// candidates gpu_locality() chooses from.
+std::vector<VertexId> net_candidates(const NodeTopology& node);
+// An RDMA port NCCL's IB plugin lists: is_rdma() and not known to be down.
+bool rdma_port_up(const NetPort& p);
 std::vector<GpuLocality> gpu_locality(const NodeTopology& node);
 // The same, reusing paths already computed for this node.
 std::vector<GpuLocality> gpu_locality(const NodeTopology& node, const NodePaths& paths);
