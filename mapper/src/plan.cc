@@ -247,6 +247,24 @@ class Mapper {
     return a;
   }
 
+  // The same hosts and GPU order made into one contiguous block of ranks per host, as a per-node
+  // launcher numbers its workers: hosts ordered by the first rank `a` gives them, each host's GPUs
+  // by the ranks `a` gives them.
+  Assignment host_blocks(const Assignment& a) const {
+    const Machine& m = in_.machine;
+    std::vector<std::vector<std::uint32_t>> slots(m.hosts.size());
+    std::vector<std::uint32_t> order;
+    for (std::uint32_t s : a) {
+      auto& held = slots[m.slots[s].host];
+      if (held.empty()) order.push_back(m.slots[s].host);
+      held.push_back(s);
+    }
+    Assignment out;
+    out.reserve(a.size());
+    for (auto h : order) out.insert(out.end(), slots[h].begin(), slots[h].end());
+    return out;
+  }
+
   // `bound`: lower_bound() of the instance; refinement stops once a plan is within 0.5% of it.
   Assignment topo(double bound, long long* moves_done) {
     const Machine& m = in_.machine;
@@ -288,6 +306,7 @@ class Mapper {
     // Candidates in a fixed order; kept sorted by score (stable) for multi-start refinement.
     std::vector<std::pair<Score, Assignment>> starts;
     auto consider = [&](Assignment a) {
+      if (req_.host_blocks) a = host_blocks(a);
       for (const auto& [sc, x] : starts) {
         if (x == a) return;  // orders that lay ranks alike: scored once
       }
@@ -625,10 +644,26 @@ class Mapper {
     }
   }
 
-  // Rank exchanges. Up to 24 ranks steepest descent over every pair; more, pairs from a
-  // fixed-seed generator until a run of fruitless moves.
+  // Rank exchanges. Up to 24 ranks steepest descent over every pair; more, pairs from a fixed-seed
+  // generator until a run of fruitless moves. With host blocks (a per-node launcher) only ranks of
+  // one host trade places: the blocks stay whole.
   void refine_ranks(Refiner& r) {
     const std::size_t n = r.inc.slot_of_rank().size();
+    // The block of ranks each rank's host holds: [first, first + size). Host exchanges move blocks
+    // between hosts, never reshape them, so these stay true during refinement.
+    std::vector<std::uint32_t> block_first(n, 0), block_size(n, static_cast<std::uint32_t>(n));
+    if (req_.host_blocks) {
+      const auto& a = r.inc.slot_of_rank();
+      for (std::uint32_t i = 0; i < n;) {
+        std::uint32_t j = i;
+        while (j < n && in_.machine.slots[a[j]].host == in_.machine.slots[a[i]].host) ++j;
+        for (std::uint32_t k = i; k < j; ++k) {
+          block_first[k] = i;
+          block_size[k] = j - i;
+        }
+        i = j;
+      }
+    }
     std::vector<std::pair<std::uint32_t, std::uint32_t>> pair(1);
     if (n <= 24) {
       bool improved = true;
@@ -637,7 +672,7 @@ class Mapper {
         Score best = r.cost;
         std::uint32_t bi = 0, bj = 0;
         for (std::uint32_t i = 0; i < n && !r.spent(); ++i) {
-          for (std::uint32_t j = i + 1; j < n && !r.spent(); ++j) {
+          for (std::uint32_t j = i + 1; j < block_first[i] + block_size[i] && !r.spent(); ++j) {
             pair[0] = {i, j};
             r.inc.exchange(pair);
             ++r.used;
@@ -666,13 +701,13 @@ class Mapper {
     const long long patience = std::max<long long>(64, static_cast<long long>(n / 4));
     while (!r.spent() && since_gain < patience) {
       ++since_gain;
-      auto i = static_cast<std::uint32_t>(rng.below(n)), j = static_cast<std::uint32_t>(rng.below(n));
+      auto i = static_cast<std::uint32_t>(rng.below(n));
+      auto j = block_first[i] + static_cast<std::uint32_t>(rng.below(block_size[i]));
       if (i == j) continue;
       pair[0] = {i, j};
       if (r.attempt(pair)) since_gain = 0;
     }
   }
-
 
   const Instance& in_;
   const Request& req_;
@@ -699,6 +734,9 @@ Instance make_instance(const topology::Fabric& fabric,
   if (world <= 0) throw Error("request: no tasks");
   if (world > (1LL << 22)) throw Error("request: more than 4M tasks");
   const bool bound = !request.bound_gpu.empty();
+  if (bound && request.host_blocks) {
+    throw Error("request: host blocks (a per-node launcher) choose GPUs; bound_gpu fixes them");
+  }
   if (bound && static_cast<long long>(request.bound_gpu.size()) != world) {
     throw Error("request: bound_gpu has " + std::to_string(request.bound_gpu.size()) +
                 " entries for " + std::to_string(world) + " tasks");
@@ -771,6 +809,7 @@ RankPlan plan(const topology::Fabric& fabric,
   out.layout = in.layout;
   out.algorithm = request.algorithm;
   out.rail_optimized = fabric.rail_optimized;
+  out.host_blocks = request.host_blocks;
   out.lower_bound = lower_bound(m, in.traffic);
   Assignment block = mapper.block();
   Assignment a;
@@ -788,6 +827,8 @@ RankPlan plan(const topology::Fabric& fabric,
       a = mapper.topo(out.lower_bound, &out.refine_moves);
       break;
   }
+  // Every baseline as a per-node launcher would run it (block order already is).
+  if (request.host_blocks) a = mapper.host_blocks(a);
   out.cost = evaluate(m, in.traffic, a);
   out.block_cost = evaluate(m, in.traffic, block);
   if (request.algorithm == Algorithm::kTopo && out.cost.seconds > out.block_cost.seconds) {
@@ -869,55 +910,156 @@ bool is_device_name(std::string_view s) {
   });
 }
 
-std::vector<std::pair<std::string, std::string>> task_environment(const RankPlan& plan, int task,
-                                                                  const EnvOptions& options) {
+namespace {
+
+std::string join_text(const std::vector<std::string>& items) {
+  std::string s;
+  for (const auto& x : items) s += (s.empty() ? "" : ",") + x;
+  return s;
+}
+
+// The host's tasks (workers) ordered by local rank.
+std::vector<const TaskPlan*> tasks_on(const RankPlan& plan, std::uint32_t host) {
+  std::vector<const TaskPlan*> out;
+  for (const auto& t : plan.tasks) {
+    if (t.host == host) out.push_back(&t);
+  }
+  std::sort(out.begin(), out.end(),
+            [](const TaskPlan* x, const TaskPlan* y) { return x->local_rank < y->local_rank; });
+  return out;
+}
+
+// What every task of a plan shares: rank 0's address and the port.
+std::pair<std::string, std::string> master_of(const RankPlan& plan, const EnvOptions& options) {
+  std::string addr = options.master_addr;
+  for (const auto& t : plan.tasks) {
+    if (t.rank == 0 && addr.empty()) addr = plan.hosts.at(t.host);
+  }
+  return {addr, options.master_port.empty() ? std::to_string(20000 + options.job_id % 20000)
+                                            : options.master_port};
+}
+
+// NCCL_IB_HCA / NCCL_SOCKET_IFNAME for these tasks' NICs (device names only), in first-use order
+// without repeats; NCCL_CROSS_NIC on rail-optimized fabrics; NCCL_TOPO_FILE.
+void add_nccl(const RankPlan& plan, const std::vector<const TaskPlan*>& tasks,
+              const EnvOptions& options, Environment& env) {
+  if (plan.rail_optimized) env.emplace_back("NCCL_CROSS_NIC", "0");
+  std::vector<std::string> hcas, netdevs;
+  auto add = [](std::vector<std::string>& v, const std::string& x) {
+    if (std::find(v.begin(), v.end(), x) == v.end()) v.push_back(x);
+  };
+  for (const TaskPlan* t : tasks) {
+    for (const auto& n : t->nics) {
+      if (is_device_name(n)) add(hcas, n);
+    }
+    if (!t->netdev.empty()) add(netdevs, t->netdev);
+  }
+  if (!hcas.empty()) env.emplace_back("NCCL_IB_HCA", "=" + join_text(hcas));
+  if (!netdevs.empty()) env.emplace_back("NCCL_SOCKET_IFNAME", "=" + join_text(netdevs));
+  if (!options.topo_file.empty()) env.emplace_back("NCCL_TOPO_FILE", options.topo_file);
+}
+
+}  // namespace
+
+Environment task_environment(const RankPlan& plan, int task, const EnvOptions& options) {
+  if (plan.host_blocks) {
+    throw Error(
+        "a per-node launcher's plan: its tasks' environment is "
+        "launcher_environment()");
+  }
   if (task < 0 || static_cast<std::size_t>(task) >= plan.tasks.size()) {
     throw Error("task " + std::to_string(task) + " is not in the plan (" +
                 std::to_string(plan.tasks.size()) + " tasks)");
   }
   const TaskPlan& me = plan.tasks[static_cast<std::size_t>(task)];
   // The host's GPUs in LOCAL_RANK order, so device index LOCAL_RANK is this task's GPU.
-  std::vector<std::pair<int, int>> local;  // (local_rank, gpu)
-  std::string master;
-  for (const auto& t : plan.tasks) {
-    if (t.host == me.host) local.emplace_back(t.local_rank, t.gpu);
-    if (t.rank == 0) master = plan.hosts.at(t.host);
-  }
-  std::sort(local.begin(), local.end());
-  std::vector<std::pair<std::string, std::string>> env;
-  auto join = [](const auto& items, auto&& fn) {
-    std::string s;
-    for (const auto& x : items) s += (s.empty() ? "" : ",") + fn(x);
-    return s;
-  };
+  const std::vector<const TaskPlan*> local = tasks_on(plan, me.host);
+  Environment env;
   if (options.one_gpu_visible) {
     env.emplace_back("CUDA_VISIBLE_DEVICES", std::to_string(me.gpu));
   } else {
-    env.emplace_back("CUDA_VISIBLE_DEVICES",
-                     join(local, [](const auto& p) { return std::to_string(p.second); }));
+    std::vector<std::string> gpus;
+    for (const TaskPlan* t : local) gpus.push_back(std::to_string(t->gpu));
+    env.emplace_back("CUDA_VISIBLE_DEVICES", join_text(gpus));
   }
   env.emplace_back("LOCAL_RANK", std::to_string(me.local_rank));
   env.emplace_back("LOCAL_WORLD_SIZE", std::to_string(local.size()));
-  env.emplace_back("MASTER_ADDR", master);
-  env.emplace_back("MASTER_PORT", options.master_port.empty()
-                                      ? std::to_string(20000 + options.job_id % 20000)
-                                      : options.master_port);
-  if (plan.rail_optimized) env.emplace_back("NCCL_CROSS_NIC", "0");
-  std::vector<std::string> hcas;
-  for (const auto& n : me.nics) {
-    if (is_device_name(n)) hcas.push_back(n);
-  }
-  if (!hcas.empty()) {
-    env.emplace_back("NCCL_IB_HCA", "=" + join(hcas, [](const std::string& s) { return s; }));
-  }
-  if (!me.netdev.empty()) env.emplace_back("NCCL_SOCKET_IFNAME", "=" + me.netdev);
-  if (!options.topo_file.empty()) env.emplace_back("NCCL_TOPO_FILE", options.topo_file);
+  const auto [addr, port] = master_of(plan, options);
+  env.emplace_back("MASTER_ADDR", addr);
+  env.emplace_back("MASTER_PORT", port);
+  add_nccl(plan, {&me}, options, env);
   env.emplace_back("NODE_RANK", std::to_string(me.node_rank));
   env.emplace_back("RANK", std::to_string(me.rank));
-  env.emplace_back("TOPO_AWARE_COORDS", join(me.coords, [](const auto& c) {
-                     return c.first + ":" + std::to_string(c.second);
-                   }));
+  if (options.ids == Ids::kSlurm) {
+    // Slurm's own numbering: the task's index in block order, its place among its host's tasks, and
+    // its host's place in the step's node list.
+    int slurm_local = 0;
+    for (std::size_t t = 0; t < static_cast<std::size_t>(task); ++t) {
+      if (plan.tasks[t].host == me.host) ++slurm_local;
+    }
+    // JAX started from SLURM_* takes the first host of SLURM_STEP_NODELIST for its coordinator,
+    // which process 0 serves: it must be told where the plan's rank 0 is.
+    env.emplace_back("JAX_COORDINATOR_ADDRESS", addr + ":" + port);
+    env.emplace_back("SLURM_LOCALID", std::to_string(me.local_rank));
+    env.emplace_back("SLURM_NODEID", std::to_string(me.node_rank));
+    env.emplace_back("SLURM_PROCID", std::to_string(me.rank));
+    env.emplace_back("TOPO_AWARE_SLURM_LOCALID", std::to_string(slurm_local));
+    env.emplace_back("TOPO_AWARE_SLURM_NODEID", std::to_string(me.host));
+    env.emplace_back("TOPO_AWARE_SLURM_PROCID", std::to_string(task));
+  }
+  std::vector<std::string> coords;
+  for (const auto& [name, c] : me.coords) coords.push_back(name + ":" + std::to_string(c));
+  env.emplace_back("TOPO_AWARE_COORDS", join_text(coords));
   env.emplace_back("TOPO_AWARE_RANK", std::to_string(me.rank));
+  env.emplace_back("WORLD_SIZE", std::to_string(plan.tasks.size()));
+  std::sort(env.begin(), env.end());
+  return env;
+}
+
+Environment launcher_environment(const RankPlan& plan, std::uint32_t host,
+                                 const EnvOptions& options) {
+  if (!plan.host_blocks) {
+    throw Error(
+        "launcher_environment() needs a per-node launcher's plan (host "
+        "blocks)");
+  }
+  if (host >= plan.hosts.size()) {
+    throw Error("host " + std::to_string(host) + " is not in the plan (" +
+                std::to_string(plan.hosts.size()) + " hosts)");
+  }
+  const std::vector<const TaskPlan*> workers = tasks_on(plan, host);
+  if (workers.empty()) throw Error("host " + plan.hosts[host] + " runs no worker of the plan");
+  Environment env;
+  std::vector<std::string> gpus;
+  for (const TaskPlan* t : workers) gpus.push_back(std::to_string(t->gpu));
+  env.emplace_back("CUDA_VISIBLE_DEVICES", join_text(gpus));
+  const auto [addr, port] = master_of(plan, options);
+  env.emplace_back("MASTER_ADDR", addr);
+  env.emplace_back("MASTER_PORT", port);
+  add_nccl(plan, workers, options, env);
+  const std::string node_rank = std::to_string(workers.front()->node_rank);
+  const std::string nnodes = std::to_string(plan.hosts.size());
+  const std::string nproc = std::to_string(workers.size());
+  env.emplace_back("NNODES", nnodes);
+  env.emplace_back("NODE_RANK", node_rank);
+  env.emplace_back("NPROC_PER_NODE", nproc);
+  // torchrun (torch.distributed.run) takes a flag's default from PET_<FLAG>: a bare `torchrun
+  // train.py` (static rendezvous, its default) then runs the plan.
+  env.emplace_back("PET_MASTER_ADDR", addr);
+  env.emplace_back("PET_MASTER_PORT", port);
+  env.emplace_back("PET_NNODES", nnodes);
+  env.emplace_back("PET_NODE_RANK", node_rank);
+  env.emplace_back("PET_NPROC_PER_NODE", nproc);
+  if (options.ids == Ids::kSlurm) {
+    // One task per host: Slurm's task id, node id and local id are the host's.
+    env.emplace_back("SLURM_LOCALID", "0");
+    env.emplace_back("SLURM_NODEID", node_rank);
+    env.emplace_back("SLURM_PROCID", node_rank);
+    env.emplace_back("TOPO_AWARE_SLURM_LOCALID", "0");
+    env.emplace_back("TOPO_AWARE_SLURM_NODEID", std::to_string(host));
+    env.emplace_back("TOPO_AWARE_SLURM_PROCID", std::to_string(host));
+  }
+  env.emplace_back("TOPO_AWARE_LAUNCHER", "per-node");
   env.emplace_back("WORLD_SIZE", std::to_string(plan.tasks.size()));
   std::sort(env.begin(), env.end());
   return env;

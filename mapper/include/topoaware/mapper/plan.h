@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "topoaware/mapper/launch.h"
 #include "topoaware/mapper/layout.h"
 #include "topoaware/topology/fabric.h"
 #include "topoaware/topology/node.h"
@@ -35,6 +36,11 @@ struct Request {
   // 2 ms of refine_budget_ms (100 by default). Either way the work of all moves is capped (docs/mapper.md), never by
   // wall time.
   long long refine_moves = -1;
+  // A per-node launcher (torchrun, accelerate, deepspeed) starts tasks_per_host[h] workers on each
+  // host and numbers them node_rank*G + local_rank: each host's ranks must be one contiguous block.
+  // The plan then chooses only the hosts' order (NODE_RANK) and which GPU each local rank takes
+  // (CUDA_VISIBLE_DEVICES order). Not with bound_gpu.
+  bool host_blocks = false;
 };
 
 struct TaskPlan {
@@ -78,6 +84,7 @@ struct RankPlan {
   CostReport block_cost;            // of Slurm's block order on the same inputs
   double lower_bound = 0;           // seconds; never above the optimum
   bool rail_optimized = false;
+  bool host_blocks = false;  // the request's: a per-node launcher's plan
   // topo only: the refined plan was not cheaper than Slurm's block order, so block was kept.
   bool kept_block = false;
   long long refine_moves = 0;       // moves refinement evaluated
@@ -89,10 +96,14 @@ RankPlan plan(const topology::Fabric& fabric,
               const std::vector<const topology::NodeTopology*>& nodes, const Request& request);
 
 struct EnvOptions {
-  std::string master_port;          // empty: derived from job id
+  std::string master_port;  // empty: derived from job id
+  std::string master_addr;  // rank 0's address; empty: its host's name
   std::uint32_t job_id = 0;
-  std::string topo_file;            // NCCL_TOPO_FILE path for the task's node, empty: not set
-  bool one_gpu_visible = false;     // CUDA_VISIBLE_DEVICES=<its GPU> and LOCAL_RANK as usual
+  std::string topo_file;         // NCCL_TOPO_FILE path for the task's node, empty: not set
+  bool one_gpu_visible = false;  // CUDA_VISIBLE_DEVICES=<its GPU> and LOCAL_RANK as usual
+  // kSlurm: SLURM_PROCID, SLURM_LOCALID and SLURM_NODEID carry the plan's rank, local rank and node
+  // rank too (Lightning, NeMo, JAX read those), Slurm's own kept as TOPO_AWARE_SLURM_*.
+  Ids ids = Ids::kPlan;
 };
 
 // Whether NIC is a device name NCCL_IB_HCA can match: lower-case letters, digits and '_', from a
@@ -100,9 +111,20 @@ struct EnvOptions {
 // ("HCA-1"), a GUID or a plain node's "port-0" is not, and is never exported.
 bool is_device_name(std::string_view nic);
 
+using Environment = std::vector<std::pair<std::string, std::string>>;
+
 // The environment a launch exports for one task, in a stable order. NCCL_IB_HCA lists the task's
 // NICs that are device names (none: not exported, NCCL chooses).
-std::vector<std::pair<std::string, std::string>> task_environment(const RankPlan& plan, int task,
-                                                                  const EnvOptions& options);
+Environment task_environment(const RankPlan& plan, int task, const EnvOptions& options);
+
+// The environment of a per-node launcher's task on `host` (index into RankPlan::hosts) of a
+// host_blocks plan, in a stable order: NODE_RANK, NNODES, NPROC_PER_NODE, WORLD_SIZE,
+// MASTER_ADDR/PORT, torchrun's PET_* defaults for the same, CUDA_VISIBLE_DEVICES ordered so that
+// worker LOCAL_RANK=i runs on the plan's GPU i, and NCCL hints for all the host's workers (one
+// environment for all of them: NCCL_IB_HCA lists every NIC the host's workers use, and each
+// worker's NIC comes from NCCL_TOPO_FILE by NCCL's own nearest-NIC rule). No RANK/LOCAL_RANK: the
+// launcher sets those per worker.
+Environment launcher_environment(const RankPlan& plan, std::uint32_t host,
+                                 const EnvOptions& options);
 
 }  // namespace topoaware::mapper

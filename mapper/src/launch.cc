@@ -1,0 +1,106 @@
+// Launch keys of a SPEC (launch.h).
+#include "topoaware/mapper/launch.h"
+
+#include <charconv>
+
+#include "topoaware/mapper/layout.h"
+
+namespace topoaware::mapper {
+namespace {
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+}  // namespace
+
+std::string_view to_string(Launcher launcher) {
+  switch (launcher) {
+    case Launcher::kAuto:
+      return "auto";
+    case Launcher::kPerGpu:
+      return "per-gpu";
+    case Launcher::kPerNode:
+      return "per-node";
+  }
+  return "auto";
+}
+
+std::string_view to_string(Ids ids) { return ids == Ids::kSlurm ? "slurm" : "plan"; }
+
+Launcher parse_launcher(std::string_view text) {
+  for (Launcher l : {Launcher::kAuto, Launcher::kPerGpu, Launcher::kPerNode}) {
+    if (text == to_string(l)) return l;
+  }
+  throw Error("launcher=" + std::string(text) + ": expected auto, per-gpu or per-node");
+}
+
+Ids parse_ids(std::string_view text) {
+  if (text == "plan") return Ids::kPlan;
+  if (text == "slurm") return Ids::kSlurm;
+  throw Error("ids=" + std::string(text) + ": expected plan or slurm");
+}
+
+LaunchSpec parse_launch_spec(std::string_view spec) {
+  LaunchSpec out;
+  std::string layout;
+  bool seen_launcher = false, seen_nproc = false;
+  std::string_view rest = trim(spec);
+  while (!rest.empty()) {
+    // file:PATH is the last item: its path may hold commas.
+    if (rest.substr(0, 5) == "file:") {
+      layout += (layout.empty() ? "" : ",") + std::string(rest);
+      break;
+    }
+    const std::size_t comma = rest.find(',');
+    const std::string_view item = trim(rest.substr(0, comma));
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    const std::size_t eq = item.find('=');
+    const std::string_view key = trim(item.substr(0, eq));
+    const std::string_view value = eq == std::string_view::npos ? "" : trim(item.substr(eq + 1));
+    if (key == "launcher") {
+      if (seen_launcher) throw Error("launcher given twice");
+      seen_launcher = true;
+      out.launcher = parse_launcher(value);
+    } else if (key == "nproc") {
+      if (seen_nproc) throw Error("nproc given twice");
+      seen_nproc = true;
+      int n = 0;
+      auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+      if (ec != std::errc() || ptr != value.data() + value.size() || n < 1 || n > 4096) {
+        throw Error("nproc=" + std::string(value) + ": expected workers per host (1..4096)");
+      }
+      out.nproc = n;
+    } else if (key == "ids") {
+      if (out.ids_given) throw Error("ids given twice");
+      out.ids_given = true;
+      out.ids = parse_ids(value);
+    } else {
+      layout += (layout.empty() ? "" : ",") + std::string(item);
+    }
+  }
+  if (out.nproc > 0 && out.launcher == Launcher::kPerGpu) {
+    throw Error("nproc=" + std::to_string(out.nproc) +
+                " is for a per-node launcher; launcher=per-gpu runs one task per GPU");
+  }
+  // Workers per host only mean something to a per-node launcher.
+  if (out.nproc > 0) out.launcher = Launcher::kPerNode;
+  out.layout = std::move(layout);
+  return out;
+}
+
+Launcher resolve_launcher(Launcher asked, const std::vector<int>& tasks_per_host,
+                          const std::vector<int>& gpus_per_host) {
+  if (asked != Launcher::kAuto) return asked;
+  if (tasks_per_host.empty() || tasks_per_host.size() != gpus_per_host.size()) {
+    return Launcher::kPerGpu;
+  }
+  for (std::size_t h = 0; h < tasks_per_host.size(); ++h) {
+    if (tasks_per_host[h] != 1 || gpus_per_host[h] < 2) return Launcher::kPerGpu;
+  }
+  return Launcher::kPerNode;
+}
+
+}  // namespace topoaware::mapper
