@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "topoaware/mapper/layout.h"
 #include "topoaware/topology/error.h"
 
 namespace topoaware::spank {
@@ -15,8 +16,9 @@ using topology::Error;
 using topology::ErrorCode;
 
 constexpr const char* kKeys =
-    "fabric, guid_map, job_dir, policy, gpu_binding, overwrite_user_env, bind_cpus, "
-    "judge_allocation, master_port, capture";
+    "fabric, guid_map, job_dir, policy, gpu_binding, overwrite_user_env, "
+    "bind_cpus, "
+    "judge_allocation, master_port, launcher, ids, capture";
 
 bool parse_bool(const std::string& value, const std::string& where, const std::string& key) {
   if (value == "true" || value == "yes" || value == "1") return true;
@@ -145,6 +147,16 @@ void apply_setting(Config& config, const std::string& key, const std::string& va
       }
     }
     config.master_port = value;
+  } else if (key == "launcher" || key == "ids") {
+    try {
+      if (key == "launcher") {
+        config.launcher = mapper::parse_launcher(value);
+      } else {
+        config.ids = mapper::parse_ids(value);
+      }
+    } catch (const mapper::Error& e) {
+      throw Error(ErrorCode::kBadInput, where, e.what());
+    }
   } else if (key == "capture") {
     config.nodes.push_back({"*", value});
   } else {

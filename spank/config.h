@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "topoaware/mapper/launch.h"
+
 namespace topoaware::spank {
 
 enum class Policy { kFailOpen, kFailClosed };
@@ -31,7 +33,11 @@ struct Config {
   bool overwrite_user_env = false;
   bool bind_cpus = true;
   bool judge_allocation = true;
-  std::string master_port;         // empty: derived from the job id
+  std::string master_port;  // empty: derived from the job id
+  // Defaults for a SPEC that does not say (launcher=, ids=): the launch style, and whether
+  // SLURM_PROCID/LOCALID/NODEID carry the plan's numbering too.
+  mapper::Launcher launcher = mapper::Launcher::kAuto;
+  mapper::Ids ids = mapper::Ids::kPlan;
   std::vector<NodeCapture> nodes;  // per-host node captures, first match wins
 };
 

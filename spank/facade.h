@@ -2,9 +2,17 @@
  *
  * slurm/spank.h is not C++-safe, so the shell is C and everything topo-aware does lives behind
  * these plain-C functions. Their C++ bodies (facade.cc) catch every exception: a function
- * returns 0 on success and -1 on failure with a one-line reason in `err` (NUL-terminated,
+ * returns 0 on success and a failure kind (below) with a one-line reason in `err` (NUL-terminated,
  * truncated to `errlen`). No exception, and no C++ type, crosses this boundary. The facade keeps
  * one process-wide state: a SPANK plugin is loaded once per srun/sbatch/slurmstepd process.
+ *
+ * Failures come in three kinds, by what the shell must do with them:
+ *   TA_EFAIL     something topo-aware needs is missing or broken: the policy decides (fail-open
+ *                warns and leaves the job as Slurm launched it, fail-closed fails it);
+ *   TA_ENODE     a problem of this node only (its job directory): the plan stands, its tasks
+ *                go without NCCL_TOPO_FILE (fail-open);
+ *   TA_EREQUEST  the user's request cannot be honoured as asked (a SPEC that does not fit the
+ *                step, ids=slurm under MPI, ...): refused under either policy.
  */
 #ifndef TOPOAWARE_SPANK_FACADE_H
 #define TOPOAWARE_SPANK_FACADE_H
@@ -20,6 +28,11 @@ extern "C" {
 typedef void (*ta_line_fn)(void *arg, int level, const char *line);
 /* Receives one environment variable of a task. Returns 0, or -1 to stop. */
 typedef int (*ta_env_fn)(void *arg, const char *name, const char *value);
+
+#define TA_OK 0
+#define TA_EFAIL (-1)
+#define TA_ENODE (-2)
+#define TA_EREQUEST (-3)
 
 /* Keeps the plugstack arguments (`config=PATH`, `key=value` overrides). They are parsed strictly,
  * but on first use: a job that does not ask for topo-aware pays nothing and hears nothing. */
@@ -45,12 +58,22 @@ int ta_keep_spec(const char *spec);
 int ta_active(void);
 const char *ta_spec(void);
 
-/* srun, before launch: checks the SPEC against the world size, judges the allocation (`hosts`:
- * newline-separated, Slurm's order) against the fabric and emits the one-line verdict at level 0
- * and the plan summary at level 1 (when the step spans the whole allocation, `nnodes` hosts). A SPEC that does not fit the world returns -1; any other
- * problem follows the policy (fail-open: a warning through `out` and 0). */
-int ta_local_check(uint32_t job_id, const char *hosts, uint32_t nnodes, uint32_t ntasks,
-                   ta_line_fn out, void *arg, char *err, size_t errlen);
+/* What srun knows before launch. */
+struct ta_local {
+  uint32_t job_id;
+  const char *hosts;          /* the allocation's hosts, newline-separated, Slurm's order */
+  uint32_t nnodes;            /* the step's node count */
+  uint32_t ntasks;            /* the step's task count */
+  const char *mpi_type;       /* SLURM_MPI_TYPE where srun sees it, or NULL */
+  const char *gpus_per_node;  /* SLURM_GPUS_PER_NODE ("4", "h100:4") or NULL */
+};
+
+/* srun, before launch: checks the SPEC against the step (TA_EREQUEST when it cannot be
+ * honoured), judges the allocation against the fabric and emits the one-line verdict at level 0
+ * and the plan summary at level 1 (when the step spans the whole allocation). Any other problem
+ * returns TA_EFAIL with the reason; the shell applies the policy. */
+int ta_local_check(const struct ta_local *step, ta_line_fn out, void *arg, char *err,
+                   size_t errlen);
 
 /* What slurmstepd knows about the step, in plain C. */
 struct ta_step {
@@ -65,22 +88,38 @@ struct ta_step {
   const char *tasks_per_node;/* SLURM_STEP_TASKS_PER_NODE ("8(x4)") or NULL */
   const char *step_gpus;     /* SLURM_STEP_GPUS (physical, Slurm-bound) or NULL */
   const char *distribution;  /* SLURM_DISTRIBUTION ("cyclic", "block:cyclic", ...) or NULL */
+  const char *mpi_type;      /* SLURM_MPI_TYPE or NULL */
+  const char *hostfile;      /* SLURM_HOSTFILE (-m arbitrary) or NULL */
   const char *user_env;      /* names the user set in the step's environment, newline-separated */
   const uint32_t *local_global; /* global task id of each local task */
   uint32_t nlocal;
 };
 
 /* Once per node per step, in user_init (privileges dropped to the job's user): node models,
- * fabric, the plan, and the node's NCCL topology XML in the per-job directory. */
+ * fabric, the plan, and the node's NCCL topology XML in the per-job directory. Returns TA_OK or
+ * a failure kind. */
 int ta_step_prepare(const struct ta_step *step, char *err, size_t errlen);
+/* The plan's rank 0 host (MASTER_ADDR), once the step is prepared, or NULL. */
+const char *ta_step_master_host(void);
+/* That host's name when it does not resolve here (the shell then asks Slurm for its address),
+ * else NULL. */
+const char *ta_step_unresolved_master(void);
+/* The address tasks reach rank 0's host at, when its name does not resolve (Slurm's NodeAddr
+ * for it); NULL keeps the name. Also decides GLOO_SOCKET_IFNAME: where this node's own name
+ * does not resolve, gloo would listen on loopback, so it gets the interface that reaches
+ * MASTER_ADDR. */
+void ta_step_set_master(const char *addr);
 /* 1 when ta_step_prepare succeeded for this step. */
 int ta_step_ready(void);
 /* What this node's tasks go without although the plan stands (Slurm bound its GPUs otherwise
  * than the plan, which every node computes alike, takes them), or NULL. */
 const char *ta_step_note(void);
 /* Calls `set` for each variable the task with this global id gets, in a stable order; variables
- * the user set are skipped unless the configuration says overwrite. */
-int ta_task_env(uint32_t global_task, ta_env_fn set, void *arg, char *err, size_t errlen);
+ * the user set are skipped unless the configuration says overwrite (SLURM_* under ids=slurm are
+ * always set: that is what ids=slurm asks). `slurm_cvd`: the task's CUDA_VISIBLE_DEVICES as
+ * Slurm set it, or NULL. */
+int ta_task_env(uint32_t global_task, const char *slurm_cvd, ta_env_fn set, void *arg, char *err,
+                size_t errlen);
 /* Binds the calling task to its GPU's NUMA-local CPUs (those online here). Returns 1 when it
  * skipped (configured off, Slurm bound already, or no local CPU exists here), 0 when bound. */
 int ta_task_bind(uint32_t global_task, int slurm_bound, char *err, size_t errlen);

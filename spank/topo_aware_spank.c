@@ -31,16 +31,30 @@ SPANK_PLUGIN(topo-aware, 1)
 static const char *const ta_exported[] = {
     "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "NODE_RANK", "MASTER_ADDR",
     "MASTER_PORT", "CUDA_VISIBLE_DEVICES", "NCCL_TOPO_FILE", "NCCL_IB_HCA", "NCCL_SOCKET_IFNAME",
-    "NCCL_CROSS_NIC", "TOPO_AWARE_RANK", "TOPO_AWARE_COORDS", NULL};
+    "NCCL_CROSS_NIC", "TOPO_AWARE_RANK", "TOPO_AWARE_COORDS", "NNODES", "NPROC_PER_NODE",
+    "PET_MASTER_ADDR", "PET_MASTER_PORT", "PET_NNODES", "PET_NODE_RANK", "PET_NPROC_PER_NODE",
+    "GLOO_SOCKET_IFNAME", "JAX_COORDINATOR_ADDRESS", "TOPO_AWARE_LAUNCHER", NULL};
+/* Not in that list, so always set when exported: SLURM_PROCID, SLURM_LOCALID, SLURM_NODEID
+ * (ids=slurm asks for them; an srun inside a batch script carries the batch task's own) and
+ * TOPO_AWARE_SLURM_*. */
 
 /* One context struct for the remote side; -1 means "not decided yet". */
 static struct {
   int skip;          /* 1: a step topo-aware leaves alone (batch, extern, option absent) */
-  int failed;        /* 1: user_init failed; task_init reports it (fail-closed) */
-  int node_local;    /* 1: the failure concerns this node only; the plan is still applied */
+  int failed;        /* user_init's failure kind (TA_EFAIL, TA_ENODE, TA_EREQUEST), 0: none;
+                      * task_init acts on it */
   uint32_t node_id;
   char reason[TA_ERRLEN];
-} remote = {-1, 0, 0, 0, ""};
+} remote = {-1, 0, 0, ""};
+
+/* A SPEC for a message: a long one (a 30 KB layout pasted by mistake) is cut, saying so. */
+static const char *spec_for_message(const char *spec) {
+  static char buf[160];
+  size_t n = spec != NULL ? strlen(spec) : 0;
+  if (n < 120) return spec != NULL ? spec : "";
+  snprintf(buf, sizeof buf, "%.96s... (%zu characters)", spec, n);
+  return buf;
+}
 
 static int option_cb(int val, const char *optarg, int is_remote);
 
@@ -64,7 +78,7 @@ static int option_cb(int val, const char *optarg, int is_remote) {
   spec_origin = env != NULL && optarg != NULL && strcmp(env, optarg) == 0 ? "TOPO_AWARE"
                                                                            : "--topo-aware";
   if (ta_set_spec(optarg, err, sizeof err) != 0) {
-    slurm_error("topo-aware: invalid --topo-aware=%s: %s", optarg ? optarg : "", err);
+    slurm_error("topo-aware: invalid --topo-aware=%s: %s", spec_for_message(optarg), err);
     return -1;
   }
   return 0;
@@ -123,7 +137,7 @@ static int env_fallback_local(void) {
   const char *spec = getenv("TOPO_AWARE");
   if (ta_active() || spec == NULL) return 0;
   if (ta_set_spec(spec, err, sizeof err) != 0) {
-    slurm_error("topo-aware: invalid TOPO_AWARE=%s: %s", spec, err);
+    slurm_error("topo-aware: invalid TOPO_AWARE=%s: %s", spec_for_message(spec), err);
     return -1;
   }
   spec_origin = "TOPO_AWARE";
@@ -185,33 +199,36 @@ static char *expand_hosts(const char *list) {
 /* srun, after the allocation and before launch. */
 int slurm_spank_local_user_init(spank_t sp, int ac, char **av) {
   char err[TA_ERRLEN] = "";
-  uint32_t job_id = 0, ntasks = 0, nnodes = 0;
+  struct ta_local step;
   job_info_msg_t *job = NULL;
   char *hosts = NULL;
   int rc;
   (void)ac;
   (void)av;
   if (spank_context() != S_CTX_LOCAL || !ta_active()) return 0;
-  if (spank_get_item(sp, S_JOB_ID, &job_id) != ESPANK_SUCCESS ||
-      spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &ntasks) != ESPANK_SUCCESS ||
-      spank_get_item(sp, S_JOB_NNODES, &nnodes) != ESPANK_SUCCESS) {
+  memset(&step, 0, sizeof step);
+  if (spank_get_item(sp, S_JOB_ID, &step.job_id) != ESPANK_SUCCESS ||
+      spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &step.ntasks) != ESPANK_SUCCESS ||
+      spank_get_item(sp, S_JOB_NNODES, &step.nnodes) != ESPANK_SUCCESS) {
     slurm_error("topo-aware: %s: job id or task count not available", __func__);
     return ta_fail_closed() ? -1 : 0;
   }
   /* The node list is known before launch: ask slurmctld (one RPC, only with --topo-aware). */
-  if (slurm_load_job(&job, job_id, SHOW_DETAIL) == SLURM_SUCCESS && job != NULL &&
+  if (slurm_load_job(&job, step.job_id, SHOW_DETAIL) == SLURM_SUCCESS && job != NULL &&
       job->record_count > 0) {
     hosts = expand_hosts(job->job_array[0].nodes);
   }
   if (job != NULL) slurm_free_job_info_msg(job);
-  rc = ta_local_check(job_id, hosts != NULL ? hosts : "", nnodes, ntasks, emit, NULL, err,
-                      sizeof err);
+  step.hosts = hosts != NULL ? hosts : "";
+  step.mpi_type = getenv("SLURM_MPI_TYPE");
+  step.gpus_per_node = getenv("SLURM_GPUS_PER_NODE");
+  rc = ta_local_check(&step, emit, NULL, err, sizeof err);
   free(hosts);
-  if (rc == -1) {
-    slurm_error("topo-aware: %s=%s: %s", spec_origin, ta_spec(), err);
+  if (rc == TA_EREQUEST) {
+    slurm_error("topo-aware: %s=%s: %s", spec_origin, spec_for_message(ta_spec()), err);
     return -1;
   }
-  if (rc != 0) {
+  if (rc != TA_OK) {
     if (ta_fail_closed()) {
       slurm_error("topo-aware: %s (policy fail-closed: not launching)", err);
       return -1;
@@ -226,17 +243,39 @@ static void getenv_dup(spank_t sp, const char *name, char *buf, int len) {
   if (spank_getenv(sp, name, buf, len) != ESPANK_SUCCESS) buf[0] = '\0';
 }
 
-static void remember_failure(const char *reason, int node_local) {
-  remote.failed = 1;
-  remote.node_local = node_local;
+static void remember_failure(const char *reason, int kind) {
+  remote.failed = kind;
   snprintf(remote.reason, sizeof remote.reason, "%s", reason);
+}
+
+/* Rank 0's host as tasks can reach it: its name where the name resolves here (no RPC; the
+ * common case), else the address Slurm reaches it at (slurm.conf NodeAddr, one RPC per node
+ * and step), else the name, with a warning: a rendezvous on it would hang. */
+static void resolve_master(void) {
+  const char *master = ta_step_unresolved_master();
+  node_info_msg_t *nodes = NULL;
+  char addr[256] = "";
+  if (master != NULL) {
+    if (slurm_load_node_single(&nodes, (char *)master, SHOW_ALL) == SLURM_SUCCESS &&
+        nodes != NULL && nodes->record_count > 0 && nodes->node_array[0].node_addr != NULL &&
+        strcmp(nodes->node_array[0].node_addr, master) != 0) {
+      snprintf(addr, sizeof addr, "%s", nodes->node_array[0].node_addr);
+    }
+    if (nodes != NULL) slurm_free_node_info_msg(nodes);
+    if (addr[0] == '\0' && remote.node_id == 0) {
+      slurm_spank_log("topo-aware: warning: MASTER_ADDR=%s does not resolve and Slurm gives no "
+                      "other address for it",
+                      master);
+    }
+  }
+  ta_step_set_master(addr[0] != '\0' ? addr : NULL);
 }
 
 /* slurmstepd, once per node per step, privileges dropped to the job's user. */
 int slurm_spank_user_init(spank_t sp, int ac, char **av) {
   char err[TA_ERRLEN] = "";
   static char nodelist[65536], tasks_per_node[65536], step_gpus[1024], host[256],
-      spec[TA_SPEC_MAX], distribution[256];
+      spec[TA_SPEC_MAX], distribution[256], mpi_type[64], hostfile[4096];
   char probe[8];
   char *hosts = NULL, *user_env = NULL;
   size_t user_len = 0;
@@ -261,7 +300,7 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av) {
     }
     if (e == ESPANK_NOSPACE || (e == ESPANK_SUCCESS && ta_set_spec(spec, err, sizeof err) != 0)) {
       remote.skip = 0;
-      remember_failure(err, 0);
+      remember_failure(err, TA_EFAIL);
       goto report;
     }
   }
@@ -286,6 +325,8 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av) {
   getenv_dup(sp, "SLURM_STEP_TASKS_PER_NODE", tasks_per_node, sizeof tasks_per_node);
   getenv_dup(sp, "SLURM_STEP_GPUS", step_gpus, sizeof step_gpus);
   getenv_dup(sp, "SLURM_DISTRIBUTION", distribution, sizeof distribution);
+  getenv_dup(sp, "SLURM_MPI_TYPE", mpi_type, sizeof mpi_type);
+  getenv_dup(sp, "SLURM_HOSTFILE", hostfile, sizeof hostfile);
   hosts = expand_hosts(nodelist);
 
   /* What the user set explicitly, before Slurm or topo-aware touch the task environment. */
@@ -314,6 +355,8 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av) {
   step.tasks_per_node = tasks_per_node;
   step.step_gpus = step_gpus;
   step.distribution = distribution;
+  step.mpi_type = mpi_type;
+  step.hostfile = hostfile;
   step.user_env = user_env;
   step.local_global = local_global;
   if (local_global == NULL) step.nlocal = 0;
@@ -324,18 +367,23 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av) {
   free(local_global);
   /* A degradation of this node's tasks only; the node it happened on tells it. */
   if (ta_step_note() != NULL) slurm_spank_log("topo-aware: warning: %s", ta_step_note());
-  if (rc == 0) {
+  if (rc == TA_OK) {
+    resolve_master();
     slurm_debug("topo-aware: %s: step %u.%u planned on %s", __func__, step.job_id, step_id, host);
     return 0;
   }
-  remember_failure(err, rc == -2);
+  if (rc == TA_ENODE) resolve_master(); /* the plan stands on this node too */
+  remember_failure(err, rc);
 
 report:
   /* Only slurm_error/slurm_spank_log from user_init reach the user. A failure every node shares
    * is told once (node 0); a node-local one by the node it happened on. */
-  if (ta_fail_closed()) {
+  if (remote.failed == TA_EREQUEST) {
+    /* Every node refuses alike, under either policy; task_init fails the tasks. */
+    if (remote.node_id == 0) slurm_error("topo-aware: %s (not launching)", remote.reason);
+  } else if (ta_fail_closed()) {
     slurm_info("topo-aware: %s (policy fail-closed)", remote.reason);
-  } else if (remote.node_local) {
+  } else if (remote.failed == TA_ENODE) {
     slurm_spank_log("topo-aware: warning: %s; its tasks get the plan without NCCL_TOPO_FILE",
                     remote.reason);
   } else if (remote.node_id == 0) {
@@ -355,20 +403,17 @@ static int set_task_env(void *arg, const char *name, const char *value) {
 /* slurmstepd, in each task's child just before exec. */
 int slurm_spank_task_init(spank_t sp, int ac, char **av) {
   char err[TA_ERRLEN] = "";
-  char bind[64];
+  char bind[64], cvd[1024];
   uint32_t task = 0;
   int local = -1, slurm_bound;
   (void)ac;
   (void)av;
   if (spank_context() != S_CTX_REMOTE || remote.skip != 0) return 0;
   spank_get_item(sp, S_TASK_ID, &local);
-  if (remote.failed && !remote.node_local) {
+  /* Slurm drops a user_init failure; from task_init it fails the task and srun's exit code. */
+  if (remote.failed == TA_EREQUEST) return -1; /* told once, by node 0's user_init */
+  if (remote.failed && (remote.failed != TA_ENODE || ta_fail_closed())) {
     if (!ta_fail_closed()) return 0;
-    /* Slurm drops a user_init failure; from task_init it fails the task and srun's exit code. */
-    if (local == 0) slurm_error("topo-aware: %s (policy fail-closed)", remote.reason);
-    return -1;
-  }
-  if (remote.failed && ta_fail_closed()) {
     if (local == 0) slurm_error("topo-aware: %s (policy fail-closed)", remote.reason);
     return -1;
   }
@@ -377,7 +422,8 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av) {
     slurm_error("topo-aware: %s: global task id not available", __func__);
     return ta_fail_closed() ? -1 : 0;
   }
-  if (ta_task_env(task, set_task_env, sp, err, sizeof err) != 0) {
+  getenv_dup(sp, "CUDA_VISIBLE_DEVICES", cvd, sizeof cvd);
+  if (ta_task_env(task, cvd, set_task_env, sp, err, sizeof err) != 0) {
     slurm_error("topo-aware: task %u: %s", task, err);
     return ta_fail_closed() ? -1 : 0;
   }

@@ -6,78 +6,12 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
-#include <filesystem>
 #include <fstream>
-#include <map>
 #include <set>
-#include <string>
-#include <vector>
 
-#include "topoaware/mapper/plan.h"
-#include "topoaware/topology/fabric_io.h"
-#include "topoaware/topology/sources.h"
+#include "facade_fixture.h"
 
 namespace {
-
-namespace fs = std::filesystem;
-const std::string kSource = TOPOAWARE_SOURCE_DIR;
-const std::string kFabric = kSource + "/etc/lab-cluster.toml";
-const std::string kCapture = kSource + "/tests/fixtures/nccl-topo/dgx-h100-topo.xml";
-
-class Facade : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (!fs::exists(kFabric)) GTEST_SKIP() << kFabric << " absent";
-    dir_ = fs::temp_directory_path() / ("topo-aware-facade-test-" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_ / "jobs");
-    config_ = (dir_ / "topo-aware.toml").string();
-    std::ofstream(config_) << "fabric = \"" << kFabric << "\"\njob_dir = \""
-                           << (dir_ / "jobs").string()
-                           << "\"\n[[node]]\nhosts = \"node*\"\ncapture = \"" << kCapture << "\"\n";
-    configure({"config=" + config_});
-  }
-  void TearDown() override {
-    ta_step_finish();
-    fs::remove_all(dir_);
-  }
-  void configure(std::vector<std::string> args) {
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    ASSERT_EQ(ta_configure(static_cast<int>(argv.size()), argv.data(), err_, sizeof err_), 0);
-  }
-  // Node 2 (index 1) of node[1-4], 8 tasks each, block distribution.
-  ta_step step(std::uint32_t node_id = 1) {
-    for (std::uint32_t i = 0; i < 8; ++i) local_[i] = node_id * 8 + i;
-    ta_step s{};
-    s.job_id = 77;
-    s.step_id = 0;
-    s.node_id = node_id;
-    s.ntasks = 32;
-    s.host = "node2";
-    s.hosts = "node1\nnode2\nnode3\nnode4\n";
-    s.tasks_per_node = "8(x4)";
-    s.step_gpus = "";
-    s.user_env = "MASTER_PORT\n";
-    s.local_global = local_;
-    s.nlocal = 8;
-    return s;
-  }
-  static int collect(void* arg, const char* name, const char* value) {
-    (*static_cast<std::map<std::string, std::string>*>(arg))[name] = value;
-    return 0;
-  }
-  std::map<std::string, std::string> env_of(std::uint32_t task) {
-    std::map<std::string, std::string> env;
-    EXPECT_EQ(ta_task_env(task, collect, &env, err_, sizeof err_), 0) << err_;
-    return env;
-  }
-
-  fs::path dir_;
-  std::string config_;
-  char err_[1024] = "";
-  std::uint32_t local_[8] = {};
-};
 
 TEST_F(Facade, StepEnvironmentIsTheMappersAndTheXmlIsWrittenSafely) {
   ASSERT_EQ(ta_set_spec("tp=8,pp=2", err_, sizeof err_), 0) << err_;
@@ -138,7 +72,7 @@ TEST_F(Facade, SymlinkedJobDirectoryIsRefusedButThePlanStands) {
   fs::create_directory_symlink(dir_ / "elsewhere", dir_ / "jobs" / "77");
   ASSERT_EQ(ta_set_spec("tp=8", err_, sizeof err_), 0);
   ta_step s = step();
-  EXPECT_EQ(ta_step_prepare(&s, err_, sizeof err_), -2);  // node-local
+  EXPECT_EQ(ta_step_prepare(&s, err_, sizeof err_), TA_ENODE);
   EXPECT_NE(std::string(err_).find("job_dir"), std::string::npos) << err_;
   EXPECT_TRUE(fs::is_empty(dir_ / "elsewhere"));
   ASSERT_EQ(ta_step_ready(), 1);
@@ -151,16 +85,19 @@ TEST_F(Facade, CyclicDistributionIsRefused) {
   ASSERT_EQ(ta_set_spec("tp=8", err_, sizeof err_), 0);
   ta_step s = step();
   for (std::uint32_t i = 0; i < 8; ++i) local_[i] = 1 + 4 * i;  // -m cyclic on node 2
-  EXPECT_EQ(ta_step_prepare(&s, err_, sizeof err_), -1);
+  EXPECT_EQ(ta_step_prepare(&s, err_, sizeof err_), TA_EFAIL);
   EXPECT_NE(std::string(err_).find("block distribution"), std::string::npos) << err_;
   EXPECT_EQ(ta_step_ready(), 0);
 }
 
-// -m arbitrary with SLURM_HOSTFILE node1,node1,node2,node3,node2: node1's own tasks (0, 1) look
-// like block order, the other nodes' do not. Every node must refuse alike, from the step's
-// distribution, or node1 alone would hand out ranks.
+// -m arbitrary with SLURM_HOSTFILE node1,node1,node2,node3,node2: node1's own tasks (0, 1) may be
+// where the plan puts ranks 0 and 1, the other nodes' are not. Every node must refuse alike, from
+// the whole hostfile, or node1 alone would hand out its plan; cyclic is refused from the step's
+// distribution.
 TEST_F(Facade, NonBlockDistributionIsRefusedOnEveryNodeAlike) {
   ASSERT_EQ(ta_set_spec("", err_, sizeof err_), 0);
+  const std::string hostfile = (dir_ / "hostfile").string();
+  std::ofstream(hostfile) << "node1\nnode1\nnode2\nnode3\nnode2\n";
   ta_step s = step(0);
   s.ntasks = 5;
   s.hosts = "node1\nnode2\nnode3\n";
@@ -169,18 +106,24 @@ TEST_F(Facade, NonBlockDistributionIsRefusedOnEveryNodeAlike) {
   s.nlocal = 2;
   for (std::uint32_t i = 0; i < 2; ++i) local_[i] = i;
   s.distribution = "arbitrary";
-  EXPECT_EQ(ta_step_prepare(&s, err_, sizeof err_), -1);
-  EXPECT_NE(std::string(err_).find("arbitrary distribution"), std::string::npos) << err_;
+  s.hostfile = hostfile.c_str();
+  EXPECT_EQ(ta_step_prepare(&s, err_, sizeof err_), TA_EFAIL);
+  EXPECT_NE(std::string(err_).find("SLURM_HOSTFILE is not the plan's own"), std::string::npos)
+      << err_;
   EXPECT_EQ(ta_step_ready(), 0);
+  s.hostfile = nullptr;
+  EXPECT_EQ(ta_step_prepare(&s, err_, sizeof err_), TA_EFAIL);
+  EXPECT_NE(std::string(err_).find("without SLURM_HOSTFILE"), std::string::npos) << err_;
   s.distribution = "cyclic:block";
-  EXPECT_EQ(ta_step_prepare(&s, err_, sizeof err_), -1);
+  EXPECT_EQ(ta_step_prepare(&s, err_, sizeof err_), TA_EFAIL);
+  EXPECT_NE(std::string(err_).find("cyclic distribution"), std::string::npos) << err_;
   // Block across nodes, whatever the order inside a node, is what the plan assumes.
   s.distribution = "block:cyclic";
   EXPECT_EQ(ta_step_prepare(&s, err_, sizeof err_), 0) << err_;
 }
 
 TEST_F(Facade, SpecIsCheckedAndTheOptionCallbackIsIdempotent) {
-  EXPECT_EQ(ta_set_spec("tp=x", err_, sizeof err_), -1);
+  EXPECT_EQ(ta_set_spec("tp=x", err_, sizeof err_), TA_EFAIL);
   EXPECT_NE(std::string(err_).find("tp=x"), std::string::npos) << err_;
   EXPECT_EQ(ta_set_spec(nullptr, err_, sizeof err_), 0);  // slurmstepd: NULL, then ""
   EXPECT_EQ(ta_set_spec("", err_, sizeof err_), 0);

@@ -1,0 +1,188 @@
+// The plugin's inputs (inputs.h): SPEC, fabric, node models, Slurm's view of the step.
+#include "inputs.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <sstream>
+
+#include "fd.h"
+#include "topoaware/topology/error.h"
+#include "topoaware/topology/fabric_io.h"
+#include "topoaware/topology/sources.h"
+
+namespace topoaware::spank {
+namespace {
+
+namespace topology = topoaware::topology;
+
+// The text of the job description named by `file:PATH`. The path must be absolute: srun reads it
+// from its own working directory, every slurmstepd from another one, so a relative path that srun
+// accepted would be missing on the nodes. Only a regular file is read: a directory would read as an
+// empty description (plain data parallel), and a FIFO would block srun or slurmstepd until someone
+// writes to it (hence O_NONBLOCK before the type is known).
+std::string read_job_file(const std::string& path) {
+  if (path.empty() || path.front() != '/') {
+    throw topology::Error(topology::ErrorCode::kBadInput, "file:" + path,
+                          "the job description needs an absolute path (every node reads it, "
+                          "from another working directory than srun's)");
+  }
+  Fd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+  if (fd.fd < 0) {
+    throw topology::Error(
+        topology::ErrorCode::kNotFound, path,
+        std::string("cannot read the job description (--topo-aware=file:PATH): ") +
+            std::strerror(errno));
+  }
+  struct stat st {};
+  if (::fstat(fd.fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    throw topology::Error(topology::ErrorCode::kBadInput, path,
+                          "not a regular file (--topo-aware=file:PATH names a TOML file)");
+  }
+  constexpr size_t kMaxJobFile = 1 << 20;
+  std::string text;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(fd.fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      throw topology::Error(
+          topology::ErrorCode::kSystem, path,
+          std::string("cannot read the job description: ") + std::strerror(errno));
+    }
+    if (n == 0) break;
+    text.append(buf, static_cast<size_t>(n));
+    if (text.size() > kMaxJobFile) {
+      throw topology::Error(topology::ErrorCode::kLimit, path, "job description over 1 MiB");
+    }
+  }
+  return text;
+}
+
+}  // namespace
+
+mapper::LaunchSpec parse_spec(const std::string& spec) {
+  mapper::LaunchSpec launch = mapper::parse_launch_spec(spec);
+  // The syntax is checked now, in the process that read the option (srun, sbatch), so a typo stops
+  // the launch before anything runs.
+  layout_for(launch, 0);
+  return launch;
+}
+
+// `file:PATH` names a TOML job description, read here by whoever runs the plugin (srun as the user,
+// slurmstepd's user_init as the job's user), so it must be visible on every node.
+mapper::Layout layout_for(const mapper::LaunchSpec& launch, int world) {
+  const std::string& text = launch.layout;
+  mapper::Layout layout;
+  if (text.rfind("file:", 0) == 0) {
+    const std::string path = text.substr(5);
+    layout = mapper::parse_job_toml(read_job_file(path), path, world);
+  } else {
+    layout = mapper::parse_layout(text, world);
+  }
+  if (world > 0) mapper::resolve_layout(layout, world);
+  return layout;
+}
+
+void check_ids(mapper::Ids ids, const std::string& mpi_type) {
+  if (ids != mapper::Ids::kSlurm || mpi_type.empty() || mpi_type == "none") return;
+  throw RequestError("ids=slurm renumbers SLURM_PROCID, but under --mpi=" + mpi_type +
+                     " MPI ranks are Slurm's task ids and would not follow it. An MPI program "
+                     "gets the plan "
+                     "from Slurm placing its tasks (srun -m arbitrary with `topo-aware map "
+                     "--of hostfile`); a "
+                     "job that does not use MPI runs with --mpi=none");
+}
+
+topology::Fabric load_configured_fabric(const Config& config) {
+  if (config.fabric.empty()) {
+    throw topology::Error(topology::ErrorCode::kNotFound,
+                          config.path.empty() ? "plugstack" : config.path,
+                          "no fabric configured (set fabric = \"FILE\")");
+  }
+  return topology::load_fabric(config.fabric, config.guid_map);
+}
+
+// Hosts without a capture are taken to be like the node the plugin runs on.
+NodeModels load_nodes(const Config& config, const topology::Fabric& fabric,
+                      const std::vector<std::string>& hosts) {
+  NodeModels models;
+  for (const auto& host : hosts) {
+    std::string capture = topoaware::spank::capture_for(config, host);
+    if (capture.empty()) {
+      std::int64_t index = fabric.find_host(host);
+      if (index >= 0) {
+        const std::string& type = fabric.hosts[static_cast<size_t>(index)].node_type;
+        for (const auto& t : fabric.node_types) {
+          // capture_path: resolved against the fabric file's directory, as the description says
+          // (capture is as written, and srun and slurmstepd run elsewhere).
+          if (t.name == type && !t.capture.empty()) {
+            capture = t.capture_path.empty() ? t.capture : t.capture_path;
+          }
+        }
+      }
+    }
+    const std::string key = capture.empty() ? std::string("live:") : capture;
+    auto it = models.by_source.find(key);
+    if (it == models.by_source.end()) {
+      auto node = std::make_unique<topology::NodeTopology>(
+          capture.empty() ? topology::discover_live() : topology::load_node_file(capture));
+      it = models.by_source.emplace(key, std::move(node)).first;
+    }
+    models.per_host.push_back(it->second.get());
+  }
+  return models;
+}
+
+void check_hosts_in_fabric(const topology::Fabric& fabric, const std::vector<std::string>& hosts,
+                           const Config& config) {
+  for (const auto& host : hosts) {
+    if (fabric.find_host(host) < 0) {
+      throw topology::Error(topology::ErrorCode::kNotFound, config.fabric,
+                            "host " + host + " is not in the fabric");
+    }
+  }
+}
+
+std::vector<std::string> split_lines(const char* text) {
+  std::vector<std::string> out;
+  if (text == nullptr) return out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty()) out.push_back(line);
+  }
+  return out;
+}
+
+std::vector<int> parse_tasks_per_node(const std::string& text) {
+  std::vector<int> out;
+  std::istringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    int count = 0, repeat = 1;
+    if (std::sscanf(item.c_str(), "%d(x%d)", &count, &repeat) < 1 || count < 0 || repeat < 1 ||
+        repeat > 1 << 20) {
+      throw topology::Error(topology::ErrorCode::kBadInput, "SLURM_STEP_TASKS_PER_NODE",
+                            "cannot read '" + text + "'");
+    }
+    out.insert(out.end(), static_cast<size_t>(repeat), count);
+  }
+  return out;
+}
+
+// When nothing better is known (srun before launch).
+std::vector<int> block_tasks(std::uint32_t ntasks, std::size_t nhosts) {
+  std::vector<int> out(nhosts, 0);
+  if (nhosts == 0) return out;
+  for (std::size_t i = 0; i < nhosts; ++i) {
+    out[i] = static_cast<int>(ntasks / nhosts + (i < ntasks % nhosts ? 1 : 0));
+  }
+  return out;
+}
+
+}  // namespace topoaware::spank

@@ -1,0 +1,95 @@
+// srun's lines about a step (summary.h).
+#include "summary.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <set>
+
+namespace topoaware::spank {
+namespace {
+
+std::string plural(size_t n, const std::string& word) {
+  if (n == 1 || word.empty()) return std::to_string(n) + " " + word;
+  if (word.back() == 'f') return std::to_string(n) + " " + word.substr(0, word.size() - 1) + "ves";
+  return std::to_string(n) + " " + word + "s";
+}
+
+std::string seconds_text(double s) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.3f ms", s * 1e3);
+  return buf;
+}
+
+}  // namespace
+
+std::string judge_line(const topology::Fabric& fabric, const std::vector<std::string>& hosts,
+                       bool* spread) {
+  std::vector<std::uint32_t> index;
+  for (const auto& h : hosts) index.push_back(static_cast<std::uint32_t>(fabric.find_host(h)));
+  std::string spans, best;
+  *spread = false;
+  for (const auto& level : fabric.levels) {
+    if (level.name == "host" || level.group_of_host.size() != fabric.hosts.size()) continue;
+    std::set<std::uint32_t> used;
+    for (auto i : index) used.insert(level.group_of_host[i]);
+    std::map<std::uint32_t, size_t> usable;
+    for (size_t h = 0; h < fabric.hosts.size(); ++h) {
+      if (!fabric.hosts[h].excluded) ++usable[level.group_of_host[h]];
+    }
+    std::vector<size_t> sizes;
+    for (const auto& [group, n] : usable) sizes.push_back(n);
+    std::sort(sizes.rbegin(), sizes.rend());
+    size_t fewest = 0, held = 0;
+    for (size_t n : sizes) {
+      if (held >= hosts.size()) break;
+      held += n;
+      ++fewest;
+    }
+    if (used.size() > fewest) *spread = true;
+    spans += ", " + plural(used.size(), level.name);
+    best += (best.empty() ? "" : ", ") + plural(fewest, level.name);
+  }
+  std::string line = plural(hosts.size(), "host") + spans;
+  if (!best.empty()) line += " (fewest possible: " + best + ")";
+  return line;
+}
+
+std::vector<std::string> plan_summary(const mapper::RankPlan& plan) {
+  std::vector<std::string> out;
+  char buf[512];
+  const double base = plan.block_cost.seconds;
+  const double change = base > 0 ? (plan.cost.seconds - base) / base * 100 : 0;
+  std::snprintf(buf, sizeof buf,
+                "topo-aware: plan %s: modeled communication %s per step, "
+                "Slurm's order %s "
+                "(%+.1f%%)%s",
+                plan.layout.spec.empty() ? "dp" : plan.layout.spec.c_str(),
+                seconds_text(plan.cost.seconds).c_str(), seconds_text(base).c_str(), change,
+                plan.rail_optimized ? ", rail-optimized fabric" : "");
+  out.emplace_back(buf);
+  if (plan.host_blocks) {
+    std::snprintf(buf, sizeof buf,
+                  "topo-aware:   per-node launcher: %zu hosts, %zu workers; NODE_RANK "
+                  "and "
+                  "CUDA_VISIBLE_DEVICES carry the plan (torchrun: static rendezvous)",
+                  plan.hosts.size(), plan.tasks.size());
+    out.emplace_back(buf);
+  }
+  for (std::size_t i = 0; i < plan.cost.dims.size(); ++i) {
+    const auto& dim = plan.cost.dims[i];
+    // A dim of size 1 has no groups that communicate: nothing to say.
+    if (dim.groups_in_host + dim.groups_in_leaf + dim.groups_across == 0) continue;
+    const double slurm = i < plan.block_cost.dims.size() ? plan.block_cost.dims[i].seconds : 0;
+    std::snprintf(buf, sizeof buf,
+                  "topo-aware:   %s: %s (Slurm's order %s), groups inside a "
+                  "host %d, inside a "
+                  "leaf %d, across %d",
+                  dim.dim.c_str(), seconds_text(dim.seconds).c_str(), seconds_text(slurm).c_str(),
+                  dim.groups_in_host, dim.groups_in_leaf, dim.groups_across);
+    out.emplace_back(buf);
+  }
+  return out;
+}
+
+}  // namespace topoaware::spank

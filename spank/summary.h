@@ -1,0 +1,23 @@
+// What srun tells the user about a step before it launches: how spread the allocation is against
+// the fabric, and (srun -v) the plan's modeled cost against Slurm's order, per dim.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "topoaware/mapper/plan.h"
+#include "topoaware/topology/fabric.h"
+
+namespace topoaware::spank {
+
+// One line on how spread the allocation is: per locality level above the host, the groups it spans
+// against the fewest groups that could hold the same number of usable hosts. *spread is set when it
+// spans more than needed.
+std::string judge_line(const topology::Fabric& fabric, const std::vector<std::string>& hosts,
+                       bool* spread);
+
+// The plan summary lines (srun -v): the plan against Slurm's order, then each dim that
+// communicates.
+std::vector<std::string> plan_summary(const mapper::RankPlan& plan);
+
+}  // namespace topoaware::spank

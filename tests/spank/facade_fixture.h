@@ -1,0 +1,83 @@
+// The plugin's facade without Slurm, set up as the lab configures it: shared by the facade's and
+// the launch styles' tests.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "facade.h"
+#include "topoaware/mapper/plan.h"
+#include "topoaware/topology/fabric_io.h"
+#include "topoaware/topology/sources.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+const std::string kSource = TOPOAWARE_SOURCE_DIR;
+const std::string kFabric = kSource + "/etc/lab-cluster.toml";
+const std::string kCapture = kSource + "/tests/fixtures/nccl-topo/dgx-h100-topo.xml";
+
+// The facade of one slurmstepd (or srun) configured for the lab's cluster: node[1-4], DGX H100
+// captures, a private job directory.
+class Facade : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!fs::exists(kFabric)) GTEST_SKIP() << kFabric << " absent";
+    dir_ = fs::temp_directory_path() / ("topo-aware-facade-test-" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "jobs");
+    config_ = (dir_ / "topo-aware.toml").string();
+    std::ofstream(config_) << "fabric = \"" << kFabric << "\"\njob_dir = \""
+                           << (dir_ / "jobs").string()
+                           << "\"\n[[node]]\nhosts = \"node*\"\ncapture = \"" << kCapture << "\"\n";
+    configure({"config=" + config_});
+  }
+  void TearDown() override {
+    ta_step_finish();
+    fs::remove_all(dir_);
+  }
+  void configure(std::vector<std::string> args) {
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    ASSERT_EQ(ta_configure(static_cast<int>(argv.size()), argv.data(), err_, sizeof err_), 0);
+  }
+  // Node 2 (index 1) of node[1-4], 8 tasks each, block distribution.
+  ta_step step(std::uint32_t node_id = 1) {
+    for (std::uint32_t i = 0; i < 8; ++i) local_[i] = node_id * 8 + i;
+    ta_step s{};
+    s.job_id = 77;
+    s.step_id = 0;
+    s.node_id = node_id;
+    s.ntasks = 32;
+    s.host = "node2";
+    s.hosts = "node1\nnode2\nnode3\nnode4\n";
+    s.tasks_per_node = "8(x4)";
+    s.step_gpus = "";
+    s.user_env = "MASTER_PORT\n";
+    s.local_global = local_;
+    s.nlocal = 8;
+    return s;
+  }
+  static int collect(void* arg, const char* name, const char* value) {
+    (*static_cast<std::map<std::string, std::string>*>(arg))[name] = value;
+    return 0;
+  }
+  std::map<std::string, std::string> env_of(std::uint32_t task) {
+    std::map<std::string, std::string> env;
+    EXPECT_EQ(ta_task_env(task, nullptr, collect, &env, err_, sizeof err_), 0) << err_;
+    return env;
+  }
+
+  fs::path dir_;
+  std::string config_;
+  char err_[1024] = "";
+  std::uint32_t local_[8] = {};
+};
+
+}  // namespace
