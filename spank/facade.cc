@@ -352,6 +352,15 @@ const char* ta_step_master_host(void) {
   return s.step.ready && !s.step.master_host.empty() ? s.step.master_host.c_str() : nullptr;
 }
 
+const char* ta_step_unresolved_master(void) {
+  try {
+    const char* master = ta_step_master_host();
+    return master != nullptr && !spank::resolves(master) ? master : nullptr;
+  } catch (...) {
+    return nullptr;
+  }
+}
+
 void ta_step_set_master(const char* addr) {
   try {
     State& s = state();

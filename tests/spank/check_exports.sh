@@ -14,10 +14,10 @@ fi
 for need in plugin_name plugin_type plugin_version slurm_spank_init slurm_spank_task_init; do
   grep -qx "$need" <<<"$syms" || { echo "topo-aware: $so does not export $need" >&2; exit 1; }
 done
-# Undefined C++ symbols of our own would make dlopen fail in srun and slurmd (a missing definition
+# Undefined symbols of our own (C++, or the C facade's ta_*) would make dlopen fail in srun and slurmd (a missing definition
 # in a static library links fine into a shared object); Slurm's C API is the only thing the host
 # process may provide.
-own=$(nm -D --undefined-only "$so" | awk '{print $NF}' | grep -E '^_ZN9topoaware' || true)
+own=$(nm -D --undefined-only "$so" | awk '{print $NF}' | grep -E '^(_ZN9topoaware|ta_)' || true)
 if [ -n "$own" ]; then
   echo "topo-aware: $so leaves its own symbols undefined:" >&2
   echo "$own" >&2
