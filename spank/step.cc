@@ -33,46 +33,6 @@ std::string world_text(Style style, const std::vector<int>& per_host) {
          " workers (per-node launcher)";
 }
 
-// A per-node launcher numbers a host's G workers node_rank*G + i. A block of the innermost dims
-// (tp, then tp x cp, ...) of P ranks stays whole on hosts only when P divides G or G divides P;
-// otherwise some of its groups straddle two hosts in every plan. Refused, naming the G that would
-// fit (nproc=).
-void check_host_blocks(const mapper::Layout& layout, const std::vector<int>& per_host) {
-  std::set<int> sizes(per_host.begin(), per_host.end());
-  for (int g : sizes) {
-    long long p = 1,
-              fits = 1;  // fits: the largest block of innermost dims that divides g
-    std::string dims;
-    for (const auto& d : layout.dims) {
-      if (d.size <= 1) continue;
-      p *= d.size;
-      dims += (dims.empty() ? "" : "x") + d.name;
-      if (p <= g && g % p == 0) {
-        fits = p;
-        continue;
-      }
-      if (p > g && p % g == 0) break;  // whole hosts make up each block: fine from here on
-      long long want = 0;              // the nproc that would fit
-      if (p < g) {
-        want = g / p * p;
-      } else {
-        for (long long d2 = g; d2 >= 1; --d2) {
-          if (p % d2 == 0 && d2 % fits == 0) {
-            want = d2;
-            break;
-          }
-        }
-      }
-      throw RequestError("a per-node launcher numbers each host's " + std::to_string(g) +
-                         " workers node_rank*" + std::to_string(g) +
-                         "+i, so groups of the innermost " + std::to_string(p) + " ranks (" + dims +
-                         ") would straddle hosts; run nproc=" + std::to_string(want) +
-                         " workers per host (--topo-aware=nproc=" + std::to_string(want) +
-                         ",...), or one task per GPU (launcher=per-gpu)");
-    }
-  }
-}
-
 // Slurm's list of GPUs ("0,1,2,3"), or nullopt-like empty with ok=false when unreadable.
 std::vector<long> parse_gpu_list(const std::string& text, bool* ok) {
   std::vector<long> out;
@@ -203,7 +163,13 @@ StepRequest make_request(const Config& config, const mapper::LaunchSpec& launch,
     throw RequestError(std::string(e.what()) + " (" + world_text(out.style, r.tasks_per_host) +
                        ")");
   }
-  if (out.style == Style::kPerNode) check_host_blocks(r.layout, r.tasks_per_host);
+  if (out.style == Style::kPerNode) {
+    try {
+      mapper::check_host_blocks(r.layout, r.tasks_per_host);
+    } catch (const mapper::Error& e) {
+      throw RequestError(e.what());
+    }
+  }
   return out;
 }
 

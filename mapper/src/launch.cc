@@ -2,6 +2,7 @@
 #include "topoaware/mapper/launch.h"
 
 #include <charconv>
+#include <set>
 
 #include "topoaware/mapper/layout.h"
 
@@ -101,6 +102,46 @@ Launcher resolve_launcher(Launcher asked, const std::vector<int>& tasks_per_host
     if (tasks_per_host[h] != 1 || gpus_per_host[h] < 2) return Launcher::kPerGpu;
   }
   return Launcher::kPerNode;
+}
+
+// A per-node launcher numbers a host's G workers node_rank*G + i. A block of the innermost dims
+// (tp, then tp x cp, ...) of P ranks stays whole on hosts only when P divides G or G divides P;
+// otherwise some of its groups straddle two hosts in every plan. Refused, naming the G that would
+// fit (nproc=).
+void check_host_blocks(const Layout& layout, const std::vector<int>& per_host) {
+  std::set<int> sizes(per_host.begin(), per_host.end());
+  for (int g : sizes) {
+    long long p = 1;     // ranks in the innermost dims so far
+    long long fits = 1;  // the largest such block that divides g
+    std::string dims;
+    for (const auto& d : layout.dims) {
+      if (d.size <= 1) continue;
+      p *= d.size;
+      dims += (dims.empty() ? "" : "x") + d.name;
+      if (p <= g && g % p == 0) {
+        fits = p;
+        continue;
+      }
+      if (p > g && p % g == 0) break;  // whole hosts make up each block: fine from here on
+      long long want = 0;              // the nproc that would fit
+      if (p < g) {
+        want = g / p * p;
+      } else {
+        for (long long d2 = g; d2 >= 1; --d2) {
+          if (p % d2 == 0 && d2 % fits == 0) {
+            want = d2;
+            break;
+          }
+        }
+      }
+      throw Error("a per-node launcher numbers each host's " + std::to_string(g) +
+                  " workers node_rank*" + std::to_string(g) + "+i, so groups of the innermost " +
+                  std::to_string(p) + " ranks (" + dims +
+                  ") would straddle hosts; run nproc=" + std::to_string(want) +
+                  " workers per host (--topo-aware=nproc=" + std::to_string(want) +
+                  ",...), or one task per GPU (launcher=per-gpu)");
+    }
+  }
 }
 
 }  // namespace topoaware::mapper

@@ -47,6 +47,7 @@ nlohmann::json read_plan(const std::string& path) {
 // The plan's assignment, scored on the same inputs: each task keeps the GPU the plan gave it.
 Scored score_plan(const Loaded& l, const nlohmann::json& ranks, const std::string& path) {
   mapper::Request r = l.request;
+  r.host_blocks = false;  // the plan's assignment is replayed as it stands
   const std::size_t world = ranks.size();
   std::vector<int> rank_of_task(world, -1);
   r.bound_gpu.assign(world, -1);

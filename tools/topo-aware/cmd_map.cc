@@ -22,6 +22,7 @@ struct MapOptions {
   std::string output;
   std::uint32_t job_id = 0;
   std::string master_port;
+  std::string master_addr;
   std::string topo_file;
   bool one_gpu_visible = false;
 };
@@ -48,9 +49,15 @@ std::string pct_faster(double plan, double block) {
 std::string render_table(const mapper::RankPlan& p, const mapper::RankPlan* topo,
                          const MapOptions& o) {
   std::ostringstream out;
-  out << "topo-aware map: " << p.tasks.size() << " tasks on " << p.hosts.size() << " hosts, layout "
-      << (p.layout.spec.empty() ? "(data parallel)" : p.layout.spec) << ", algorithm "
-      << to_string(p.algorithm) << "\n";
+  out << "topo-aware map: " << p.tasks.size()
+      << (p.host_blocks ? " workers of a per-node launcher" : " tasks") << " on " << p.hosts.size()
+      << " hosts, layout " << (p.layout.spec.empty() ? "(data parallel)" : p.layout.spec)
+      << ", algorithm " << to_string(p.algorithm) << "\n";
+  if (p.host_blocks) {
+    out << "per-node launcher: one task a host, its workers ranks NODE_RANK*"
+        << p.tasks.size() / std::max<std::size_t>(1, p.hosts.size())
+        << "+LOCAL_RANK; the plan orders hosts (node) and each host's GPUs (gpu)\n";
+  }
   out << "modeled communication per step: " << seconds(p.cost.seconds) << " (block order "
       << seconds(p.block_cost.seconds) << ", " << pct_faster(p.cost.seconds, p.block_cost.seconds)
       << "; lower bound " << seconds(p.lower_bound) << ")\n";
@@ -91,11 +98,11 @@ std::string render_table(const mapper::RankPlan& p, const mapper::RankPlan* topo
     if (!t.netdev.empty()) return t.netdev + " (socket)";
     return "-";
   };
-  std::vector<std::vector<std::string>> rows = {
-      {"task", "rank", "host", "local", "gpu", "busid", "nic", "cpus", "coords"}};
+  std::vector<std::vector<std::string>> rows = {{p.host_blocks ? "node" : "task", "rank", "host",
+                                                 "local", "gpu", "busid", "nic", "cpus", "coords"}};
   for (const auto& t : p.tasks) {
-    rows.push_back({std::to_string(t.task), std::to_string(t.rank), p.hosts[t.host],
-                    std::to_string(t.local_rank), std::to_string(t.gpu),
+    rows.push_back({std::to_string(p.host_blocks ? t.node_rank : t.task), std::to_string(t.rank),
+                    p.hosts[t.host], std::to_string(t.local_rank), std::to_string(t.gpu),
                     t.gpu_busid.empty() ? "-" : t.gpu_busid, nic_text(t),
                     t.cpus.empty() ? "-" : cpu_ranges(t.cpus), coords_text(t)});
   }
@@ -110,6 +117,8 @@ std::string render_json(const mapper::RankPlan& p, const mapper::RankPlan& topo,
   j["version"] = 1;
   j["inputs"] = inputs_to_json(o.in);
   j["algorithm"] = to_string(p.algorithm);
+  j["launcher"] = std::string(
+      mapper::to_string(p.host_blocks ? mapper::Launcher::kPerNode : mapper::Launcher::kPerGpu));
   j["hosts"] = p.hosts;
   nlohmann::json layout;
   layout["spec"] = p.layout.spec;
@@ -152,23 +161,33 @@ std::string render_json(const mapper::RankPlan& p, const mapper::RankPlan& topo,
   return j.dump(2) + "\n";
 }
 
-std::string render_env(const mapper::RankPlan& p, const MapOptions& o) {
+// Per Slurm task: a per-node launcher's task t runs on host t (one a host, Slurm's order).
+std::string render_env(const mapper::RankPlan& p, mapper::Ids ids, const MapOptions& o) {
   mapper::EnvOptions env;
   env.job_id = o.job_id;
   env.master_port = o.master_port;
+  env.master_addr = o.master_addr;
   env.topo_file = o.topo_file;
   env.one_gpu_visible = o.one_gpu_visible;
+  env.ids = ids;
   std::string out;
-  for (std::size_t t = 0; t < p.tasks.size(); ++t) {
-    for (const auto& [k, v] : mapper::task_environment(p, static_cast<int>(t), env)) {
-      out += std::to_string(t) + " " + k + "=" + v + "\n";
-    }
+  const std::size_t tasks = p.host_blocks ? p.hosts.size() : p.tasks.size();
+  for (std::size_t t = 0; t < tasks; ++t) {
+    const mapper::Environment e =
+        p.host_blocks ? mapper::launcher_environment(p, static_cast<std::uint32_t>(t), env)
+                      : mapper::task_environment(p, static_cast<int>(t), env);
+    for (const auto& [k, v] : e) out += std::to_string(t) + " " + k + "=" + v + "\n";
   }
   return out;
 }
 
 // Slurm's arbitrary distribution (SLURM_HOSTFILE, srun -m arbitrary): line r is rank r's host.
 std::string render_hostfile(const mapper::RankPlan& p) {
+  if (p.host_blocks) {
+    throw UsageError(
+        "--of hostfile is for one task per GPU (MPI, srun -m arbitrary); a per-node "
+        "launcher runs one task a host in block order");
+  }
   std::vector<std::string> by_rank(p.tasks.size());
   for (const auto& t : p.tasks) by_rank[static_cast<std::size_t>(t.rank)] = p.hosts[t.host];
   std::string out;
@@ -185,8 +204,10 @@ void add_map(CLI::App& app, Common& common) {
       "Plan which GPU, NIC and CPUs each task of a step gets, and its cost against Slurm's "
       "block order");
   sub->add_option("--fabric", o->in.fabric,
-                  "Fabric file (ibnetdiscover dump, topology.conf, TOML or JSON)")
-      ->required();
+                  "Fabric file (ibnetdiscover dump, topology.conf, TOML or JSON)");
+  sub->add_option("--config", o->in.config,
+                  "The SPANK plugin's config (etc/topo-aware.toml): its fabric, GUID map and "
+                  "[[node]] captures, exactly as a launch reads them");
   sub->add_option("--guid-map", o->in.guid_map, "GUID-to-hostname map for ibnetdiscover dumps");
   sub->add_option("--nodes", o->in.nodes, "The step's hosts, Slurm hostlist (node[01-16])")
       ->required();
@@ -197,8 +218,17 @@ void add_map(CLI::App& app, Common& common) {
   sub->add_option("--tasks-per-node", o->in.tasks_per_node, "Tasks per node (default: its GPUs)");
   sub->add_option("--ntasks", o->in.ntasks, "Total tasks, spread like Slurm's block distribution");
   sub->add_option("--layout", o->in.layout,
-                  "Layout: tp=8,pp=4,dp=auto[,order=tp-cp-ep-dp-pp] or file:JOB.toml "
-                  "(default: data parallel)");
+                  "Layout, as --topo-aware=SPEC takes it: tp=8,pp=4,dp=auto[,order=tp-cp-ep-dp-pp] "
+                  "or file:JOB.toml, with launch keys launcher=, nproc=, ids= (default: data "
+                  "parallel)");
+  sub->add_option("--launcher", o->in.launcher,
+                  "auto (default: per-node for one task a host on multi-GPU hosts), per-gpu, or "
+                  "per-node (torchrun, accelerate, deepspeed: one task a host spawning workers)");
+  sub->add_option("--nproc", o->in.nproc,
+                  "Per-node launcher: workers per host (default: its GPUs); implies per-node");
+  sub->add_option("--ids", o->in.ids,
+                  "plan (default) or slurm: SLURM_PROCID/LOCALID/NODEID carry the plan too (--of "
+                  "env)");
   sub->add_option("--algo", o->in.algo, "topo (default), block, cyclic or random");
   sub->add_option("--seed", o->in.seed, "Seed for --algo random");
   sub->add_option("--refine-moves", o->in.refine_moves,
@@ -207,6 +237,9 @@ void add_map(CLI::App& app, Common& common) {
   sub->add_option("-o,--output", o->output, "Write to this file instead of stdout");
   sub->add_option("--job-id", o->job_id, "Job id (MASTER_PORT = 20000 + id % 20000)");
   sub->add_option("--master-port", o->master_port, "MASTER_PORT instead of the derived one");
+  sub->add_option("--master-addr", o->master_addr,
+                  "MASTER_ADDR instead of rank 0's host name (the plugin uses Slurm's NodeAddr "
+                  "where the name does not resolve)");
   sub->add_option("--topo-file", o->topo_file, "NCCL_TOPO_FILE to export, when wanted");
   sub->add_flag("--one-gpu-visible", o->one_gpu_visible,
                 "CUDA_VISIBLE_DEVICES lists only the task's GPU");
@@ -220,7 +253,7 @@ void add_map(CLI::App& app, Common& common) {
     mapper::RankPlan p = mapper::plan(l.fabric, l.nodes, l.request);
     std::string text;
     if (o->format == "env") {
-      text = render_env(p, *o);
+      text = render_env(p, l.ids, *o);
     } else if (o->format == "hostfile") {
       text = render_hostfile(p);
     } else {

@@ -3,9 +3,11 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "cli.h"
+#include "config.h"
 #include "topoaware/mapper/layout.h"
 #include "topoaware/mapper/synthetic.h"
 #include "topoaware/topology/error.h"
@@ -49,7 +51,6 @@ std::string to_string(mapper::Algorithm a) {
 }
 
 Loaded load_inputs(const MapInputs& in) {
-  if (in.fabric.empty()) throw UsageError("--fabric FILE is required");
   if (in.nodes.empty()) throw UsageError("--nodes HOSTLIST is required");
   if (in.gpus_per_node > 0 && !in.node_type.empty()) {
     throw UsageError("give --gpus-per-node or --node-type, not both");
@@ -57,8 +58,17 @@ Loaded load_inputs(const MapInputs& in) {
   if (in.tasks_per_node > 0 && in.ntasks > 0) {
     throw UsageError("give --tasks-per-node or --ntasks, not both");
   }
+  // The plugin's own configuration: the same fabric and node captures a launch would use.
+  std::optional<spank::Config> config;
+  if (!in.config.empty()) config = spank::parse_plugstack({"config=" + in.config});
+  const std::string fabric = !in.fabric.empty() ? in.fabric : config ? config->fabric : "";
+  const std::string guid_map = !in.guid_map.empty() ? in.guid_map : config ? config->guid_map : "";
+  if (fabric.empty()) {
+    throw UsageError(config ? "--config " + in.config + " names no fabric; give --fabric FILE"
+                            : "--fabric FILE (or --config PLUGIN.toml) is required");
+  }
   Loaded out;
-  out.fabric = topology::load_fabric(in.fabric, in.guid_map);
+  out.fabric = topology::load_fabric(fabric, guid_map);
   std::vector<std::string> hosts = topology::expand_hostlist(in.nodes, "--nodes");
   if (hosts.empty()) throw UsageError("--nodes names no host");
   // Node models: one capture for all hosts, a plain synthetic node, or the fabric's node types.
@@ -101,32 +111,53 @@ Loaded load_inputs(const MapInputs& in) {
     out.node_store.push_back(std::move(node));
     out.nodes.assign(hosts.size(), out.node_store.back().get());
   } else {
-    std::map<std::string, const topology::NodeTopology*> by_type;
+    // Per host, as the plugin finds it: the configuration's [[node]] capture, else the fabric's
+    // node type capture. Each file is loaded once.
+    std::map<std::string, const topology::NodeTopology*> by_path;
     for (const auto& h : hosts) {
+      std::string capture = config ? spank::capture_for(*config, h) : std::string();
       std::int64_t i = out.fabric.find_host(h);
-      const topology::NodeType* type = nullptr;
-      if (i >= 0) {
+      if (capture.empty() && i >= 0) {
         for (const auto& t : out.fabric.node_types) {
-          if (t.name == out.fabric.hosts[static_cast<std::size_t>(i)].node_type) type = &t;
+          if (t.name == out.fabric.hosts[static_cast<std::size_t>(i)].node_type) {
+            capture = t.capture_path;
+          }
         }
       }
-      if (!type || type->capture_path.empty()) {
-        throw UsageError("host " + h + " has no node type with a capture in " + in.fabric +
+      if (capture.empty()) {
+        throw UsageError("host " + h + " has no node type with a capture in " + fabric +
+                         (config ? " nor a [[node]] capture in " + in.config : std::string()) +
                          "; give --gpus-per-node N or --node-type CAPTURE");
       }
-      auto it = by_type.find(type->name);
-      if (it == by_type.end()) {
+      auto it = by_path.find(capture);
+      if (it == by_path.end()) {
         out.node_store.push_back(
-            std::make_unique<topology::NodeTopology>(topology::load_node_file(type->capture_path)));
-        it = by_type.emplace(type->name, out.node_store.back().get()).first;
+            std::make_unique<topology::NodeTopology>(topology::load_node_file(capture)));
+        it = by_path.emplace(capture, out.node_store.back().get()).first;
       }
       out.nodes.push_back(it->second);
     }
     gpus = static_cast<int>(out.nodes[0]->gpus().size());
   }
+  mapper::LaunchSpec launch = mapper::parse_launch_spec(in.layout);
+  if (!in.launcher.empty()) launch.launcher = mapper::parse_launcher(in.launcher);
+  if (in.nproc > 0) launch.nproc = in.nproc;
+  if (!in.ids.empty()) launch.ids = mapper::parse_ids(in.ids);
+  if (launch.nproc > 0 && launch.launcher == mapper::Launcher::kAuto) {
+    launch.launcher = mapper::Launcher::kPerNode;
+  }
+  out.ids = launch.ids;
+  const bool per_node = launch.launcher == mapper::Launcher::kPerNode;
+  if (per_node && (in.ntasks > 0 || in.tasks_per_node > 1)) {
+    throw UsageError(
+        "a per-node launcher runs one task per host: leave out --ntasks and "
+        "--tasks-per-node (--nproc sets its workers)");
+  }
   mapper::Request& r = out.request;
   r.hosts = hosts;
-  if (in.ntasks > 0) {
+  if (per_node) {
+    r.tasks_per_host.assign(hosts.size(), 1);
+  } else if (in.ntasks > 0) {
     // Slurm's block distribution: the first ntasks % hosts hosts take one more.
     const long long n = static_cast<long long>(hosts.size());
     for (long long i = 0; i < n; ++i) {
@@ -136,18 +167,36 @@ Loaded load_inputs(const MapInputs& in) {
     int per = in.tasks_per_node > 0 ? in.tasks_per_node : gpus;
     r.tasks_per_host.assign(hosts.size(), per);
   }
+  // The launch style as srun would find it: one task a host on multi-GPU hosts is a per-node
+  // launcher, whose workers are the plan's ranks.
+  std::vector<int> workers;
+  for (std::size_t h = 0; h < hosts.size(); ++h) {
+    workers.push_back(launch.nproc > 0    ? launch.nproc
+                      : out.nodes.empty() ? gpus
+                                          : static_cast<int>(out.nodes[h]->gpus().size()));
+  }
+  out.launcher = mapper::resolve_launcher(launch.launcher, r.tasks_per_host, workers);
+  if (out.launcher == mapper::Launcher::kPerNode) {
+    r.tasks_per_host = workers;
+    r.host_blocks = true;
+  }
   long long world = 0;
   for (int t : r.tasks_per_host) world += t;
-  if (in.layout.rfind("file:", 0) == 0) {
-    std::string path = in.layout.substr(5);
+  const std::string& spec = launch.layout;
+  if (spec.rfind("file:", 0) == 0) {
+    std::string path = spec.substr(5);
     r.layout = mapper::parse_job_toml(read_text(path, "--layout"), path, static_cast<int>(world));
   } else {
     try {
-      r.layout = mapper::parse_layout(in.layout, static_cast<int>(world));
+      r.layout = mapper::parse_layout(spec, static_cast<int>(world));
     } catch (const mapper::Error& e) {
-      throw mapper::Error("--layout " + in.layout + ": " + e.what());
+      throw mapper::Error("--layout " + in.layout + ": " + e.what() +
+                          (r.host_blocks
+                               ? " (" + std::to_string(world) + " workers of a per-node launcher)"
+                               : std::string()));
     }
   }
+  if (r.host_blocks) mapper::check_host_blocks(r.layout, r.tasks_per_host);
   r.algorithm = algorithm_from(in.algo);
   r.seed = in.seed;
   r.refine_moves = in.refine_moves;
@@ -174,13 +223,17 @@ nlohmann::json inputs_to_json(const MapInputs& in) {
   j["algo"] = in.algo;
   j["seed"] = in.seed;
   j["refine_moves"] = in.refine_moves;
+  j["config"] = absolute(in.config);
+  j["launcher"] = in.launcher;
+  j["nproc"] = in.nproc;
+  j["ids"] = in.ids;
   return j;
 }
 
 MapInputs inputs_from_json(const nlohmann::json& j, const std::string& context) {
   MapInputs in;
   try {
-    in.fabric = j.at("fabric").get<std::string>();
+    in.fabric = j.value("fabric", std::string());
     in.guid_map = j.value("guid_map", std::string());
     in.nodes = j.at("nodes").get<std::string>();
     in.gpus_per_node = j.value("gpus_per_node", 0);
@@ -191,6 +244,10 @@ MapInputs inputs_from_json(const nlohmann::json& j, const std::string& context) 
     in.algo = j.value("algo", std::string("topo"));
     in.seed = j.value("seed", std::uint64_t{1});
     in.refine_moves = j.value("refine_moves", -1LL);
+    in.config = j.value("config", std::string());
+    in.launcher = j.value("launcher", std::string());
+    in.nproc = j.value("nproc", 0);
+    in.ids = j.value("ids", std::string());
   } catch (const nlohmann::json::exception& e) {
     throw topology::Error(topology::ErrorCode::kBadInput, context,
                           std::string("inputs: ") + e.what());

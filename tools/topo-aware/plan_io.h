@@ -15,14 +15,18 @@
 namespace topoaware::cli {
 
 struct MapInputs {
-  std::string fabric;      // path
+  std::string fabric;      // path; empty: the plugin configuration's
+  std::string config;      // the SPANK plugin's TOML (fabric, guid_map, [[node]] captures)
   std::string guid_map;    // path or empty
   std::string nodes;       // hostlist
   int gpus_per_node = 0;   // 0: from the node type
   std::string node_type;   // capture path, or empty
   int tasks_per_node = 0;  // 0: every GPU of the node
   long long ntasks = 0;    // > 0: Slurm's block distribution of this many tasks over the hosts
-  std::string layout;      // spec or file:PATH
+  std::string layout;      // SPEC as srun takes it: layout or file:PATH, with launch keys
+  std::string launcher;    // auto, per-gpu, per-node; empty: the SPEC's (else auto)
+  int nproc = 0;           // per-node workers per host; 0: the SPEC's, else the host's GPUs
+  std::string ids;         // plan or slurm; empty: the SPEC's (else plan)
   std::string algo = "topo";
   std::uint64_t seed = 1;
   long long refine_moves = -1;
@@ -33,7 +37,9 @@ struct Loaded {
   topology::Fabric fabric;
   std::vector<std::unique_ptr<topology::NodeTopology>> node_store;
   std::vector<const topology::NodeTopology*> nodes;  // per request host
-  mapper::Request request;
+  mapper::Request request;  // per-node launcher: tasks_per_host are its workers
+  mapper::Launcher launcher = mapper::Launcher::kPerGpu;  // resolved: per-gpu or per-node
+  mapper::Ids ids = mapper::Ids::kPlan;
 };
 
 // Loads fabric, node models and layout (reading file: specs), checks usage. Throws

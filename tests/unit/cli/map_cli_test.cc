@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -232,6 +233,96 @@ TEST(MapCliTest, JobFileLayout) {
   CliRun bad = cli("map " + lab_args() + " --nodes 'node[1-2]' --layout file:" + job);
   EXPECT_EQ(bad.rc, 1);
   EXPECT_NE(bad.err.find("job.toml:3: unknown key model.hiden"), std::string::npos) << bad.err;
+}
+
+// Env lines as a map: task -> name -> value.
+std::map<int, std::map<std::string, std::string>> env_of(const std::string& out) {
+  std::map<int, std::map<std::string, std::string>> env;
+  std::istringstream in(out);
+  std::string line;
+  while (std::getline(in, line)) {
+    auto sp = line.find(' ');
+    auto eq = line.find('=');
+    if (sp == std::string::npos || eq == std::string::npos) continue;
+    env[std::stoi(line.substr(0, sp))][line.substr(sp + 1, eq - sp - 1)] = line.substr(eq + 1);
+  }
+  return env;
+}
+
+// The lab described with its hosts cabled across their names (tests/e2e/lab-crossed.toml):
+// a per-node launcher's plan must renumber the hosts, and `map` shows what srun would do.
+TEST(MapCliTest, PerNodeLauncherOrdersHostsAndGpus) {
+  const std::string crossed = "--fabric " + source_dir() + "/tests/e2e/lab-crossed.toml";
+  CliRun r = cli("map " + crossed +
+                 " --nodes 'node[1-4]' --tasks-per-node 1 --layout nproc=2,tp=2,pp=2 --job-id 9 "
+                 "--of env");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  auto env = env_of(r.out);
+  ASSERT_EQ(env.size(), 4u);  // one launcher task a host
+  std::map<std::string, std::string> node_rank;
+  for (int t = 0; t < 4; ++t) {
+    EXPECT_EQ(env[t]["WORLD_SIZE"], "8");
+    EXPECT_EQ(env[t]["NNODES"], "4");
+    EXPECT_EQ(env[t]["PET_NPROC_PER_NODE"], "2");
+    EXPECT_EQ(env[t]["PET_NODE_RANK"], env[t]["NODE_RANK"]);
+    EXPECT_EQ(env[t]["CUDA_VISIBLE_DEVICES"].size(), 3u);  // two GPUs, "a,b"
+    EXPECT_EQ(env[t].count("RANK"), 0u);
+    node_rank["node" + std::to_string(t + 1)] = env[t]["NODE_RANK"];
+  }
+  // node1 and node3 share a leaf: they hold neighbouring node ranks, unlike Slurm's order.
+  EXPECT_EQ(std::abs(std::stoi(node_rank["node1"]) - std::stoi(node_rank["node3"])), 1) << r.out;
+  // The same through --launcher, and the table says what it shows.
+  CliRun t = cli("map " + crossed + " --nodes 'node[1-4]' --launcher per-node --nproc 2 " +
+                 "--layout tp=2,pp=2");
+  ASSERT_EQ(t.rc, 0) << t.err;
+  EXPECT_NE(t.out.find("8 workers of a per-node launcher on 4 hosts"), std::string::npos) << t.out;
+  // A hostfile is for one task per GPU.
+  CliRun h = cli("map " + crossed + " --nodes 'node[1-4]' --launcher per-node --of hostfile");
+  EXPECT_EQ(h.rc, 2) << h.err;
+}
+
+TEST(MapCliTest, PerNodeLauncherThatWouldStraddleHostsIsRefusedNamingTheFix) {
+  CliRun r = cli("map " + lab_args() + " --nodes 'node[1-3]' --launcher per-node --layout tp=3");
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_NE(r.err.find("would straddle hosts; run nproc=6"), std::string::npos) << r.err;
+  CliRun ok = cli("map " + lab_args() + " --nodes 'node[1-3]' --layout tp=3,nproc=6");
+  EXPECT_EQ(ok.rc, 0) << ok.err;
+  CliRun fit = cli("map " + lab_args() +
+                   " --nodes 'node[1-4]' --launcher per-node --layout "
+                   "tp=16,pp=3");
+  EXPECT_EQ(fit.rc, 1) << fit.out;
+  EXPECT_NE(fit.err.find("32 workers of a per-node launcher"), std::string::npos) << fit.err;
+}
+
+TEST(MapCliTest, IdsSlurmAndThePluginsConfiguration) {
+  auto dir = std::filesystem::path(TOPOAWARE_BINARY_DIR) / "map_cli_test";
+  std::filesystem::create_directories(dir);
+  const std::string config = (dir / "topo-aware.toml").string();
+  std::ofstream(config) << "fabric = \"" << source_dir() << "/etc/lab-cluster.toml\"\n"
+                        << "[[node]]\nhosts = \"node*\"\ncapture = \""
+                        << topoaware::test::fixture("nccl-topo/dgx-h100-topo.xml") << "\"\n";
+  CliRun r = cli("map --config " + config +
+                 " --nodes 'node[1-2]' --layout tp=4 --ids slurm --master-addr 10.0.0.1 "
+                 "--job-id 5 --of env");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  auto env = env_of(r.out);
+  ASSERT_EQ(env.size(), 16u);
+  for (auto& [task, e] : env) {
+    EXPECT_EQ(e["SLURM_PROCID"], e["RANK"]);
+    EXPECT_EQ(e["TOPO_AWARE_SLURM_PROCID"], std::to_string(task));
+    EXPECT_EQ(e["MASTER_ADDR"], "10.0.0.1");
+    EXPECT_EQ(e["JAX_COORDINATOR_ADDRESS"], "10.0.0.1:20005");
+  }
+  // The same plan as from the fabric and capture given directly.
+  CliRun direct = cli("map " + lab_args() +
+                      " --nodes 'node[1-2]' --layout tp=4,ids=slurm "
+                      "--master-addr 10.0.0.1 --job-id 5 --of env");
+  ASSERT_EQ(direct.rc, 0) << direct.err;
+  EXPECT_EQ(direct.out, r.out);
+  std::ofstream(config) << "fabirc = \"x\"\n";
+  CliRun bad = cli("map --config " + config + " --nodes node1");
+  EXPECT_EQ(bad.rc, 1);
+  EXPECT_NE(bad.err.find("topo-aware.toml:1"), std::string::npos) << bad.err;
 }
 
 }  // namespace

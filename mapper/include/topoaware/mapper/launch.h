@@ -50,4 +50,12 @@ LaunchSpec parse_launch_spec(std::string_view spec);
 Launcher resolve_launcher(Launcher asked, const std::vector<int>& tasks_per_host,
                           const std::vector<int>& gpus_per_host);
 
+struct Layout;
+
+// A per-node launcher numbers a host's G workers node_rank*G + i (`per_host`: G of each host). A
+// block of the layout's innermost dims (tp, then tp x cp, ...) of P ranks stays whole on hosts
+// only when P divides G or G divides P; otherwise some of its groups straddle two hosts in every
+// plan. Throws Error naming the dims and the workers per host that would fit (nproc=).
+void check_host_blocks(const Layout& layout, const std::vector<int>& per_host);
+
 }  // namespace topoaware::mapper
