@@ -6,8 +6,10 @@ want=(cmake ninja-build g++ pkg-config libhwloc-dev hwloc libtomlplusplus-dev li
       nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev libibverbs-dev)
 case "${1:-build}" in
   build) ;;
+  # python3-torch (torch.distributed, torchrun), python3-mpi4py and openmpi-bin: the real
+  # clients the end-to-end test launches (Slurm's mpi_pmix comes with slurmd).
   test|lab) want+=(libslurm-dev slurmctld slurmd slurm-client munge iproute2 util-linux
-                   hyperfine graphviz libscotch-dev) ;;
+                   hyperfine graphviz libscotch-dev python3-torch python3-mpi4py openmpi-bin) ;;
   *) echo "topo-aware: deps.sh: unknown set '$1' (build|test|lab)" >&2; exit 2 ;;
 esac
 missing=()

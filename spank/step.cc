@@ -122,8 +122,11 @@ StepRequest make_request(const Config& config, const mapper::LaunchSpec& launch,
   const std::string& dist = shape.distribution;
   const std::string across = dist.substr(0, dist.find_first_of(":,"));
   // The plan numbers tasks in Slurm's block order, or takes them where the plan's own hostfile put
-  // them; cyclic and plane put other tasks on each slot.
-  if (across == "cyclic" || across == "plane") {
+  // them; cyclic and plane put other tasks on each slot, unless every host runs one task (srun in
+  // a batch job of one task a node inherits SLURM_DISTRIBUTION=cyclic).
+  const bool one_each =
+      std::all_of(shape.tasks.begin(), shape.tasks.end(), [](int n) { return n <= 1; });
+  if ((across == "cyclic" || across.rfind("plane", 0) == 0) && !one_each) {
     throw mapper::Error("tasks are in " + across + " distribution (SLURM_DISTRIBUTION=" + dist +
                         "); topo-aware maps Slurm's block order (-m block), or the plan's own "
                         "hostfile (-m arbitrary)");

@@ -30,6 +30,8 @@ pid_alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 write_configs() {
   local host; host=$(hostname -s)
   mkdir -p "$LAB"/{etc,munge,state,spool,run,log,dev,plugin,jobs}
+  for i in $(seq 1 "$NODES"); do mkdir -p "$LAB/tmp/node$i"; done
+  chmod 1777 "$LAB"/tmp/node*
   chmod 0755 "$LAB" "$LAB/munge"
   chmod 1777 "$LAB/jobs"   # like /tmp: each job's user creates its own 0700 directory here
   {
@@ -53,6 +55,9 @@ SlurmdLogFile=$LAB/log/slurmd-%n.log
 SlurmctldDebug=info
 SlurmdDebug=info
 MailProg=/bin/true
+# Each node its own TmpFS (Slurm expands %n): mpi/pmix makes per-step directories there, and
+# nodes sharing one /tmp would collide on them.
+TmpFS=$LAB/tmp/%n
 ProctrackType=proctrack/linuxproc
 TaskPlugin=${LAB_TASK_PLUGIN:-task/cgroup}
 SwitchType=switch/none

@@ -91,6 +91,20 @@ TEST_F(LaunchStyle, OneTaskPerHostIsAPerNodeLauncherAndEveryNodeAgrees) {
   EXPECT_TRUE(said);
 }
 
+// One task a host is block order whatever SLURM_DISTRIBUTION says (srun in a batch job of one
+// task a node inherits "cyclic").
+TEST_F(LaunchStyle, OneTaskAHostIsBlockOrderUnderAnyDistribution) {
+  ASSERT_EQ(ta_set_spec("tp=8", err_, sizeof err_), 0) << err_;
+  for (const char* dist : {"cyclic", "plane", "cyclic:cyclic"}) {
+    ta_step s = per_node(2);
+    s.distribution = dist;
+    EXPECT_EQ(ta_step_prepare(&s, err_, sizeof err_), TA_OK) << dist << ": " << err_;
+  }
+  ta_step s = step(1);
+  s.distribution = "cyclic";
+  EXPECT_EQ(ta_step_prepare(&s, err_, sizeof err_), TA_EFAIL);
+}
+
 TEST_F(LaunchStyle, NprocSetsTheWorkersPerHost) {
   ASSERT_EQ(ta_set_spec("nproc=2,tp=2,pp=2", err_, sizeof err_), 0) << err_;
   ta_step s = per_node(1);
