@@ -47,6 +47,7 @@ struct StepState {
   std::string gloo_ifname;  // GLOO_SOCKET_IFNAME, when this node's name does not resolve
   std::string dir_path;     // the per-job directory
   std::string file_name;    // the node's NCCL XML inside it
+  std::string hosts_name;   // a per-node launcher's hostfile inside it, or empty
 };
 
 struct State {
@@ -340,6 +341,12 @@ int ta_step_prepare(const struct ta_step* step, char* err, size_t errlen) {
     try {
       s.step.plan.env.topo_file = spank::write_job_file(config.job_dir, step->job_id,
                                                         s.step.file_name, xml, &s.step.dir_path);
+      if (s.step.plan.style == spank::Style::kPerNode) {
+        s.step.hosts_name = "hosts." + std::to_string(step->step_id) + "." + host;
+        s.step.plan.hosts_file =
+            spank::write_job_file(config.job_dir, step->job_id, s.step.hosts_name,
+                                  spank::launcher_hostfile(s.step.plan), &s.step.dir_path);
+      }
     } catch (const NodeLocalError& e) {
       throw NodeLocalError(std::string(e.what()) + " on " + host);
     }
@@ -447,6 +454,7 @@ int ta_prepare_job_dir_base(void) {
 void ta_step_finish(void) {
   try {
     State& s = state();
+    if (!s.step.hosts_name.empty()) spank::remove_job_file(s.step.dir_path, s.step.hosts_name);
     spank::remove_job_file(s.step.dir_path, s.step.file_name);
     s.step = StepState{};
   } catch (...) {

@@ -300,6 +300,7 @@ mapper::Environment task_env(const StepPlan& s, std::uint32_t global_task,
   mapper::Environment env;
   if (s.style == Style::kPerNode) {
     env = mapper::launcher_environment(s.plan, static_cast<std::uint32_t>(s.node), s.env);
+    if (!s.hosts_file.empty()) env.emplace_back("TOPO_AWARE_HOSTFILE", s.hosts_file);
   } else {
     auto it = s.plan_task.find(global_task);
     if (it == s.plan_task.end()) {
@@ -326,6 +327,20 @@ mapper::Environment task_env(const StepPlan& s, std::uint32_t global_task,
     }
     if (!s.gpu_hints && (name == "NCCL_IB_HCA" || name == "NCCL_SOCKET_IFNAME")) continue;
     out.emplace_back(std::move(name), std::move(value));
+  }
+  return out;
+}
+
+std::string launcher_hostfile(const StepPlan& s) {
+  std::vector<std::pair<int, std::uint32_t>> order;  // (node rank, host)
+  std::map<std::uint32_t, int> slots;
+  for (const auto& t : s.plan.tasks) {
+    if (slots[t.host]++ == 0) order.emplace_back(t.node_rank, t.host);
+  }
+  std::sort(order.begin(), order.end());
+  std::string out;
+  for (const auto& [rank, host] : order) {
+    out += s.plan.hosts[host] + " slots=" + std::to_string(slots[host]) + "\n";
   }
   return out;
 }

@@ -67,14 +67,19 @@ struct StepPlan {
   mapper::RankPlan plan;
   mapper::EnvOptions env;
   std::map<std::uint32_t, std::size_t> plan_task;  // per-GPU styles: Slurm task -> plan task
-  bool slurm_bound = false;  // Slurm bound GPUs here: its CUDA_VISIBLE_DEVICES
-                             // stays (reordered for a per-node launcher)
+  // Slurm bound GPUs here: its CUDA_VISIBLE_DEVICES stays (reordered for a per-node launcher).
+  bool slurm_bound = false;
   bool gpu_hints = true;     // NIC and CPU hints fit the GPUs Slurm bound here
   // Per-node launcher on Slurm-bound GPUs: for worker i, the position in Slurm's
   // CUDA_VISIBLE_DEVICES of the plan's GPU i.
   std::vector<std::size_t> bound_order;
-  std::string note;  // what this node's tasks go without, or empty
+  std::string note;        // what this node's tasks go without, or empty
+  std::string hosts_file;  // per-node launcher: TOPO_AWARE_HOSTFILE, once written
 };
+
+// A per-node launcher's hosts in NODE_RANK order, one line each as DeepSpeed's hostfile has them
+// ("node3 slots=8"): deepspeed --no_ssh takes --node_rank as an index into it.
+std::string launcher_hostfile(const StepPlan& step);
 
 // Plans the step and checks this node's tasks against it: block order, or under
 // -m arbitrary the plan's own hostfile (`hostfile_text`, SLURM_HOSTFILE's text, checked whole so

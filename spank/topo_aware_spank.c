@@ -33,7 +33,8 @@ static const char *const ta_exported[] = {
     "MASTER_PORT", "CUDA_VISIBLE_DEVICES", "NCCL_TOPO_FILE", "NCCL_IB_HCA", "NCCL_SOCKET_IFNAME",
     "NCCL_CROSS_NIC", "TOPO_AWARE_RANK", "TOPO_AWARE_COORDS", "NNODES", "NPROC_PER_NODE",
     "PET_MASTER_ADDR", "PET_MASTER_PORT", "PET_NNODES", "PET_NODE_RANK", "PET_NPROC_PER_NODE",
-    "GLOO_SOCKET_IFNAME", "JAX_COORDINATOR_ADDRESS", "TOPO_AWARE_LAUNCHER", NULL};
+    "GLOO_SOCKET_IFNAME", "JAX_COORDINATOR_ADDRESS", "TOPO_AWARE_LAUNCHER",
+    "TOPO_AWARE_HOSTFILE", NULL};
 /* Not in that list, so always set when exported: SLURM_PROCID, SLURM_LOCALID, SLURM_NODEID
  * (ids=slurm asks for them; an srun inside a batch script carries the batch task's own) and
  * TOPO_AWARE_SLURM_*. */

@@ -70,6 +70,13 @@ clients_main() {
   check "torchrun per node: the plan orders hosts otherwise than Slurm (node3 before node2)" \
     "$PY" -c "import json,sys; n={p['host']:p['node_rank'] for p in json.load(open('$OUT/torchrun.plan.json'))['ranks']}; sys.exit(not n['node3'] < n['node2'])"
 
+  # deepspeed --no_ssh takes --node_rank as an index into a hostfile: TOPO_AWARE_HOSTFILE lists
+  # the hosts in NODE_RANK order on every node.
+  lab_srun dshosts -N4 --ntasks-per-node=1 --topo-aware=nproc=2,tp=2,pp=2 \
+    bash -c '[ "$SLURM_PROCID" != 2 ] || cat "$TOPO_AWARE_HOSTFILE"'
+  check "per-node launcher: TOPO_AWARE_HOSTFILE lists the hosts in NODE_RANK order" \
+    test "$(cat "$OUT/dshosts.out")" = "$("$PY" -c "import json; r=json.load(open('$OUT/torchrun.plan.json'))['ranks']; print('\n'.join(h + ' slots=2' for n, h in sorted({(p['node_rank'], p['host']) for p in r})))")"
+
   # A Lightning-style reader: global rank = SLURM_PROCID, local = SLURM_LOCALID.
   plan_json lightning --tasks-per-node 2 --layout tp=2,pp=2,ids=slurm
   PYTHON=$PY TRAIN=$CLIENTS/torch_check.py \

@@ -4,6 +4,7 @@
 // which srun and every node refuse alike under either policy.
 #include <gtest/gtest.h>
 
+#include <iterator>
 #include <set>
 #include <sstream>
 
@@ -74,6 +75,7 @@ TEST_F(LaunchStyle, OneTaskPerHostIsAPerNodeLauncherAndEveryNodeAgrees) {
     for (const auto& [k, v] : mapper::launcher_environment(want, node, o)) {
       if (k != "MASTER_PORT") expected[k] = v;  // the fixture's user set it
     }
+    expected["TOPO_AWARE_HOSTFILE"] = env["TOPO_AWARE_HOSTFILE"];
     EXPECT_EQ(env, expected) << "node" << node + 1;
     EXPECT_EQ(env["WORLD_SIZE"], "32");
     EXPECT_EQ(env["NPROC_PER_NODE"], "8");
@@ -83,6 +85,21 @@ TEST_F(LaunchStyle, OneTaskPerHostIsAPerNodeLauncherAndEveryNodeAgrees) {
   }
   EXPECT_EQ(node_ranks, (std::set<std::string>{"0", "1", "2", "3"}));
   EXPECT_EQ(masters.size(), 1u);
+  // DeepSpeed's --no_ssh indexes a hostfile with --node_rank: the hosts in NODE_RANK order.
+  ta_step s = per_node(2);
+  ASSERT_EQ(ta_step_prepare(&s, err_, sizeof err_), TA_OK) << err_;
+  auto env = env_of(2);
+  ASSERT_EQ(env.count("TOPO_AWARE_HOSTFILE"), 1u);
+  std::vector<std::string> by_node_rank(4);
+  for (const auto& t : want.tasks) {
+    by_node_rank[static_cast<std::size_t>(t.node_rank)] = want.hosts[t.host] + " slots=8\n";
+  }
+  std::string hosts;
+  for (const auto& line : by_node_rank) hosts += line;
+  std::ifstream in(env["TOPO_AWARE_HOSTFILE"]);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), hosts);
+  ta_step_finish();
+  EXPECT_FALSE(fs::exists(env["TOPO_AWARE_HOSTFILE"]));
   // srun: 4 tasks for tp=8,pp=2 fit, as 4 hosts x 8 workers.
   EXPECT_EQ(local_check(4, 4), TA_OK) << err_;
   bool said = false;
