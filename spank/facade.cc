@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "config.h"
+#include "digest.h"
 #include "fd.h"
 #include "inputs.h"
 #include "job_dir.h"
@@ -59,6 +60,7 @@ struct State {
   bool fail_closed = false;
   bool active = false;
   std::string spec;
+  std::string digest;  // srun: the digest of the inputs it read, or empty
   StepState step;
 };
 
@@ -109,6 +111,9 @@ int guarded(char* err, size_t errlen, F&& body) {
   } catch (const NodeLocalError& e) {
     copy_err(err, errlen, e.what());
     return TA_ENODE;
+  } catch (const spank::DisagreeError& e) {
+    copy_err(err, errlen, e.what());
+    return TA_EDISAGREE;
   } catch (const std::exception& e) {
     copy_err(err, errlen, e.what());
     return TA_EFAIL;
@@ -155,6 +160,105 @@ std::string read_hostfile(const std::string& path) {
   }
   text.resize(got);
   return text;
+}
+
+}  // namespace
+
+namespace {
+
+// ta_step_prepare's work; throws.
+int prepare_step(State& s, const struct ta_step* step) {
+  {
+    const Config& config = s.config;
+    const bool agree = step->digest != nullptr && *step->digest != '\0';
+    // Reading the inputs. Where srun read them (its digest came) and this node cannot, or reads
+    // other ones, the step fails: this node would leave its tasks out of a plan the others apply.
+    // What follows from the inputs and the step's shape fails alike on every node, and follows
+    // the policy.
+    auto reading = [&](auto&& read) {
+      try {
+        return read();
+      } catch (const spank::DisagreeError&) {
+        throw;
+      } catch (const std::exception& e) {
+        if (!agree) throw;
+        throw spank::DisagreeError(std::string("srun read its inputs, this node cannot: ") +
+                                   e.what());
+      }
+    };
+    const mapper::LaunchSpec launch = reading([&] { return spank::parse_spec(s.spec); });
+    spank::StepShape shape;
+    shape.hosts = spank::split_lines(step->hosts);
+    if (shape.hosts.empty()) {
+      throw topology::Error(topology::ErrorCode::kBadInput, "SLURM_STEP_NODELIST",
+                            "empty node list");
+    }
+    shape.tasks = step->tasks_per_node != nullptr && *step->tasks_per_node != '\0'
+                      ? spank::parse_tasks_per_node(step->tasks_per_node)
+                      : spank::block_tasks(step->ntasks, shape.hosts.size());
+    if (shape.tasks.size() != shape.hosts.size()) {
+      throw topology::Error(topology::ErrorCode::kBadInput, "SLURM_STEP_TASKS_PER_NODE",
+                            std::to_string(shape.tasks.size()) + " counts for " +
+                                std::to_string(shape.hosts.size()) + " hosts");
+    }
+    shape.distribution = text_or_empty(step->distribution);
+    shape.mpi_type = text_or_empty(step->mpi_type);
+    // This node is the node_id-th of the step's node list (Slurm's own numbering). The
+    // environment's SLURMD_NODENAME cannot be trusted here: in a batch job it is inherited from the
+    // batch host.
+    spank::NodeStep here;
+    here.job_id = step->job_id;
+    here.step_id = step->step_id;
+    here.node = step->node_id;
+    here.local_global.assign(step->local_global, step->local_global + step->nlocal);
+    here.step_gpus = text_or_empty(step->step_gpus);
+    const int bound =
+        here.step_gpus.empty()
+            ? 0
+            : static_cast<int>(std::count(here.step_gpus.begin(), here.step_gpus.end(), ',') + 1);
+
+    topology::Fabric fabric = reading([&] { return spank::load_configured_fabric(config); });
+    if (agree) {
+      const std::string differ = spank::differences(
+          spank::decode(step->digest),
+          reading([&] { return spank::digest_of(config, s.args, fabric, s.spec); }), config);
+      if (!differ.empty()) {
+        throw spank::DisagreeError("its inputs differ from srun's: " + differ);
+      }
+    }
+    spank::check_hosts_in_fabric(fabric, shape.hosts, config);
+    spank::NodeModels nodes =
+        reading([&] { return spank::load_nodes(config, fabric, shape.hosts); });
+    shape.gpus_per_host = spank::workers_per_host(launch, nodes, bound);
+    const std::string hostfile =
+        shape.distribution.rfind("arbitrary", 0) == 0
+            ? reading([&] { return read_hostfile(text_or_empty(step->hostfile)); })
+            : std::string();
+    s.step.plan = spank::plan_step(config, launch, shape, here, fabric, nodes, hostfile);
+    for (const auto& t : s.step.plan.plan.tasks) {
+      if (t.rank == 0) s.step.master_host = s.step.plan.plan.hosts[t.host];
+    }
+    for (const auto& name : spank::split_lines(step->user_env)) s.step.user_env.insert(name);
+    s.step.ready = true;
+
+    // Last, because it is the one node-local part: the plan above is already valid.
+    const std::string& host = shape.hosts[here.node];
+    std::string xml = topology::node_to_nccl_xml(*nodes.per_host[here.node]);
+    s.step.file_name = "nccl-topo." + std::to_string(step->step_id) + "." + host + ".xml";
+    try {
+      s.step.plan.env.topo_file = spank::write_job_file(config.job_dir, step->job_id,
+                                                        s.step.file_name, xml, &s.step.dir_path);
+      if (s.step.plan.style == spank::Style::kPerNode) {
+        s.step.hosts_name = "hosts." + std::to_string(step->step_id) + "." + host;
+        s.step.plan.hosts_file =
+            spank::write_job_file(config.job_dir, step->job_id, s.step.hosts_name,
+                                  spank::launcher_hostfile(s.step.plan), &s.step.dir_path);
+      }
+    } catch (const NodeLocalError& e) {
+      throw NodeLocalError(std::string(e.what()) + " on " + host);
+    }
+    return TA_OK;
+  }
 }
 
 }  // namespace
@@ -242,14 +346,16 @@ int ta_local_check(const struct ta_local* step, ta_line_fn out, void* arg, char*
     return TA_OK;
   });
   if (rc != TA_OK) return rc;
+  s.digest.clear();
   if (!s.config_ok) {
     copy_err(err, errlen, s.config_error);
     return TA_EFAIL;
   }
-  if (!s.config.judge_allocation) return TA_OK;
   return guarded(err, errlen, [&] {
-    std::vector<std::string> hosts = spank::split_lines(step->hosts);
     topology::Fabric fabric = spank::load_configured_fabric(s.config);
+    s.digest = spank::encode(spank::digest_of(s.config, s.args, fabric, s.spec));
+    if (!s.config.judge_allocation) return TA_OK;
+    std::vector<std::string> hosts = spank::split_lines(step->hosts);
     spank::check_hosts_in_fabric(fabric, hosts, s.config);
     bool spread = false;
     std::string line = "topo-aware: job " + std::to_string(step->job_id) + ": " +
@@ -280,78 +386,26 @@ int ta_local_check(const struct ta_local* step, ta_line_fn out, void* arg, char*
   });
 }
 
+const char* ta_local_digest(void) {
+  const State& s = state();
+  return s.digest.empty() ? nullptr : s.digest.c_str();
+}
+
 int ta_step_prepare(const struct ta_step* step, char* err, size_t errlen) {
   State& s = ensure_config();
   s.step = StepState{};
   if (!s.config_ok) {
     copy_err(err, errlen, s.config_error);
+    // srun read its configuration: this node, reading another (or none), must not launch alone.
+    if (step->digest != nullptr && *step->digest != '\0') {
+      copy_err(err, errlen, "srun read its inputs, this node cannot: " + s.config_error);
+      return TA_EDISAGREE;
+    }
     return TA_EFAIL;
   }
-  return guarded(err, errlen, [&] {
-    const Config& config = s.config;
-    const mapper::LaunchSpec launch = spank::parse_spec(s.spec);
-    spank::StepShape shape;
-    shape.hosts = spank::split_lines(step->hosts);
-    if (shape.hosts.empty()) {
-      throw topology::Error(topology::ErrorCode::kBadInput, "SLURM_STEP_NODELIST",
-                            "empty node list");
-    }
-    shape.tasks = step->tasks_per_node != nullptr && *step->tasks_per_node != '\0'
-                      ? spank::parse_tasks_per_node(step->tasks_per_node)
-                      : spank::block_tasks(step->ntasks, shape.hosts.size());
-    if (shape.tasks.size() != shape.hosts.size()) {
-      throw topology::Error(topology::ErrorCode::kBadInput, "SLURM_STEP_TASKS_PER_NODE",
-                            std::to_string(shape.tasks.size()) + " counts for " +
-                                std::to_string(shape.hosts.size()) + " hosts");
-    }
-    shape.distribution = text_or_empty(step->distribution);
-    shape.mpi_type = text_or_empty(step->mpi_type);
-    // This node is the node_id-th of the step's node list (Slurm's own numbering). The
-    // environment's SLURMD_NODENAME cannot be trusted here: in a batch job it is inherited from the
-    // batch host.
-    spank::NodeStep here;
-    here.job_id = step->job_id;
-    here.step_id = step->step_id;
-    here.node = step->node_id;
-    here.local_global.assign(step->local_global, step->local_global + step->nlocal);
-    here.step_gpus = text_or_empty(step->step_gpus);
-    const int bound =
-        here.step_gpus.empty()
-            ? 0
-            : static_cast<int>(std::count(here.step_gpus.begin(), here.step_gpus.end(), ',') + 1);
-
-    topology::Fabric fabric = spank::load_configured_fabric(config);
-    spank::check_hosts_in_fabric(fabric, shape.hosts, config);
-    spank::NodeModels nodes = spank::load_nodes(config, fabric, shape.hosts);
-    shape.gpus_per_host = spank::workers_per_host(launch, nodes, bound);
-    const std::string hostfile = shape.distribution.rfind("arbitrary", 0) == 0
-                                     ? read_hostfile(text_or_empty(step->hostfile))
-                                     : std::string();
-    s.step.plan = spank::plan_step(config, launch, shape, here, fabric, nodes, hostfile);
-    for (const auto& t : s.step.plan.plan.tasks) {
-      if (t.rank == 0) s.step.master_host = s.step.plan.plan.hosts[t.host];
-    }
-    for (const auto& name : spank::split_lines(step->user_env)) s.step.user_env.insert(name);
-    s.step.ready = true;
-
-    // Last, because it is the one node-local part: the plan above is already valid.
-    const std::string& host = shape.hosts[here.node];
-    std::string xml = topology::node_to_nccl_xml(*nodes.per_host[here.node]);
-    s.step.file_name = "nccl-topo." + std::to_string(step->step_id) + "." + host + ".xml";
-    try {
-      s.step.plan.env.topo_file = spank::write_job_file(config.job_dir, step->job_id,
-                                                        s.step.file_name, xml, &s.step.dir_path);
-      if (s.step.plan.style == spank::Style::kPerNode) {
-        s.step.hosts_name = "hosts." + std::to_string(step->step_id) + "." + host;
-        s.step.plan.hosts_file =
-            spank::write_job_file(config.job_dir, step->job_id, s.step.hosts_name,
-                                  spank::launcher_hostfile(s.step.plan), &s.step.dir_path);
-      }
-    } catch (const NodeLocalError& e) {
-      throw NodeLocalError(std::string(e.what()) + " on " + host);
-    }
-    return TA_OK;
-  });
+  const int rc = guarded(err, errlen, [&] { return prepare_step(s, step); });
+  if (rc == TA_EDISAGREE) s.step = StepState{};
+  return rc;
 }
 
 const char* ta_step_master_host(void) {

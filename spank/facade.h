@@ -12,7 +12,10 @@
  *   TA_ENODE     a problem of this node only (its job directory): the plan stands, its tasks
  *                go without NCCL_TOPO_FILE (fail-open);
  *   TA_EREQUEST  the user's request cannot be honoured as asked (a SPEC that does not fit the
- *                step, ids=slurm under MPI, ...): refused under either policy.
+ *                step, ids=slurm under MPI, ...): refused under either policy;
+ *   TA_EDISAGREE this node read other inputs than srun (its digest differs), or cannot plan a
+ *                step srun could: the step fails under either policy (mixed rank numberings
+ *                would hang it).
  */
 #ifndef TOPOAWARE_SPANK_FACADE_H
 #define TOPOAWARE_SPANK_FACADE_H
@@ -33,6 +36,7 @@ typedef int (*ta_env_fn)(void *arg, const char *name, const char *value);
 #define TA_EFAIL (-1)
 #define TA_ENODE (-2)
 #define TA_EREQUEST (-3)
+#define TA_EDISAGREE (-4)
 
 /* Keeps the plugstack arguments (`config=PATH`, `key=value` overrides). They are parsed strictly,
  * but on first use: a job that does not ask for topo-aware pays nothing and hears nothing. */
@@ -74,6 +78,9 @@ struct ta_local {
  * returns TA_EFAIL with the reason; the shell applies the policy. */
 int ta_local_check(const struct ta_local *step, ta_line_fn out, void *arg, char *err,
                    size_t errlen);
+/* The digest of the inputs srun read (digest.h), once ta_local_check read them, else NULL: the
+ * shell hands it to the nodes as SLURM_TOPO_AWARE_DIGEST. */
+const char *ta_local_digest(void);
 
 /* What slurmstepd knows about the step, in plain C. */
 struct ta_step {
@@ -90,6 +97,7 @@ struct ta_step {
   const char *distribution;  /* SLURM_DISTRIBUTION ("cyclic", "block:cyclic", ...) or NULL */
   const char *mpi_type;      /* SLURM_MPI_TYPE or NULL */
   const char *hostfile;      /* SLURM_HOSTFILE (-m arbitrary) or NULL */
+  const char *digest;        /* SLURM_TOPO_AWARE_DIGEST (srun's), or NULL: nothing to agree on */
   const char *user_env;      /* names the user set in the step's environment, newline-separated */
   const uint32_t *local_global; /* global task id of each local task */
   uint32_t nlocal;

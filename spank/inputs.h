@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,12 @@ namespace topoaware::spank {
 // not be what was asked either.
 struct RequestError : mapper::Error {
   using mapper::Error::Error;
+};
+
+// This node would plan from other inputs than srun did, or cannot plan a step srun could: a
+// step with mixed rank numberings cannot run, so it fails under either policy.
+struct DisagreeError : std::runtime_error {
+  using std::runtime_error::runtime_error;
 };
 
 // Splits a SPEC into launch keys and layout, and checks the layout's syntax (reading a file:PATH

@@ -9,6 +9,7 @@
  * would be dropped by Slurm, srun would still exit 0).
  */
 #define _GNU_SOURCE
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -197,6 +198,8 @@ static char *expand_hosts(const char *list) {
   return out;
 }
 
+#define TA_DIGEST_ENV "SLURM_TOPO_AWARE_DIGEST"
+
 /* srun, after the allocation and before launch. */
 int slurm_spank_local_user_init(spank_t sp, int ac, char **av) {
   char err[TA_ERRLEN] = "";
@@ -225,6 +228,10 @@ int slurm_spank_local_user_init(spank_t sp, int ac, char **av) {
   step.gpus_per_node = getenv("SLURM_GPUS_PER_NODE");
   rc = ta_local_check(&step, emit, NULL, err, sizeof err);
   free(hosts);
+  /* The digest of what srun read, for every node to compare with its own (digest.h); a SLURM_*
+   * name, so that it reaches the nodes also under --export=NONE. An outer step's is dropped. */
+  unsetenv(TA_DIGEST_ENV);
+  if (rc == TA_OK && ta_local_digest() != NULL) setenv(TA_DIGEST_ENV, ta_local_digest(), 1);
   if (rc == TA_EREQUEST) {
     slurm_error("topo-aware: %s=%s: %s", spec_origin, spec_for_message(ta_spec()), err);
     return -1;
@@ -276,7 +283,7 @@ static void resolve_master(void) {
 int slurm_spank_user_init(spank_t sp, int ac, char **av) {
   char err[TA_ERRLEN] = "";
   static char nodelist[65536], tasks_per_node[65536], step_gpus[1024], host[256],
-      spec[TA_SPEC_MAX], distribution[256], mpi_type[64], hostfile[4096];
+      spec[TA_SPEC_MAX], distribution[256], mpi_type[64], hostfile[4096], digest[512];
   char probe[8];
   char *hosts = NULL, *user_env = NULL;
   size_t user_len = 0;
@@ -328,6 +335,7 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av) {
   getenv_dup(sp, "SLURM_DISTRIBUTION", distribution, sizeof distribution);
   getenv_dup(sp, "SLURM_MPI_TYPE", mpi_type, sizeof mpi_type);
   getenv_dup(sp, "SLURM_HOSTFILE", hostfile, sizeof hostfile);
+  getenv_dup(sp, TA_DIGEST_ENV, digest, sizeof digest);
   hosts = expand_hosts(nodelist);
 
   /* What the user set explicitly, before Slurm or topo-aware touch the task environment. */
@@ -358,6 +366,7 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av) {
   step.distribution = distribution;
   step.mpi_type = mpi_type;
   step.hostfile = hostfile;
+  step.digest = digest;
   step.user_env = user_env;
   step.local_global = local_global;
   if (local_global == NULL) step.nlocal = 0;
@@ -382,6 +391,14 @@ report:
   if (remote.failed == TA_EREQUEST) {
     /* Every node refuses alike, under either policy; task_init fails the tasks. */
     if (remote.node_id == 0) slurm_error("topo-aware: %s (not launching)", remote.reason);
+  } else if (remote.failed == TA_EDISAGREE) {
+    /* This node alone: the others would launch the plan, and its tasks would be missing from
+     * it. Under either policy the whole step is stopped, by the node that knows why. */
+    slurm_error("topo-aware: %s: %s; failing the step, whose nodes would run different plans",
+                host, remote.reason);
+    if (slurm_kill_job_step(step.job_id, step_id, SIGKILL) != SLURM_SUCCESS) {
+      slurm_error("topo-aware: %s: cannot cancel step %u.%u", host, step.job_id, step_id);
+    }
   } else if (ta_fail_closed()) {
     slurm_info("topo-aware: %s (policy fail-closed)", remote.reason);
   } else if (remote.failed == TA_ENODE) {
@@ -412,7 +429,8 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av) {
   if (spank_context() != S_CTX_REMOTE || remote.skip != 0) return 0;
   spank_get_item(sp, S_TASK_ID, &local);
   /* Slurm drops a user_init failure; from task_init it fails the task and srun's exit code. */
-  if (remote.failed == TA_EREQUEST) return -1; /* told once, by node 0's user_init */
+  /* Told once: by node 0 (request) or by the node that disagrees. */
+  if (remote.failed == TA_EREQUEST || remote.failed == TA_EDISAGREE) return -1;
   if (remote.failed && (remote.failed != TA_ENODE || ta_fail_closed())) {
     if (!ta_fail_closed()) return 0;
     if (local == 0) slurm_error("topo-aware: %s (policy fail-closed)", remote.reason);

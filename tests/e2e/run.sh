@@ -392,6 +392,45 @@ check "unwritable job_dir (fail-closed): error from task_init" \
   grep -q "job_dir $LAB/etc/not-a-dir.*fail-closed" "$OUT/jobdir-closed.err"
 check "unwritable job_dir (fail-closed): daemons still up" daemons_up
 
+# --- nodes that must agree ------------------------------------------------------------------
+# $LAB/local is node-local in the lab (each slurmd sees $LAB/local.nodeN there). A fabric file
+# updated on one node only, or a capture missing on one node, would make that node plan
+# otherwise; srun's digest of its inputs makes the step fail instead, under either policy, with
+# one message naming the node and what differs.
+agree_setup() {
+  local n
+  for n in "$LAB/local" "$LAB"/local.node*; do
+    cp "$LAB/etc/topology.conf" "$n/topology.conf"
+    cp "$CAPTURE" "$n/dgx-h100.xml"
+  done
+  set_config fabric="$LAB/local/topology.conf" capture="$LAB/local/dgx-h100.xml"
+  sed -i '/^\[\[node\]\]/,$d' "$LAB/etc/topo-aware.toml"
+}
+agree_setup
+set_plugstack "config=$LAB/etc/topo-aware.toml"
+lab_srun agree -N4 -n32 --topo-aware=tp=8 "$ENVDUMP"
+check "identical node-local inputs: the step runs the plan" \
+  test $? -eq 0 -a "$(count_tasks_with agree RANK)" -eq 32
+for policy in fail-open fail-closed; do
+  set_plugstack "config=$LAB/etc/topo-aware.toml" policy=$policy
+  echo "# updated on node3 only" >>"$LAB/local.node3/topology.conf"
+  lab_srun disagree-fabric-$policy -N4 -n32 --topo-aware=tp=8 "$ENVDUMP"
+  check "a fabric file changed on node3 only ($policy): the step fails" test $? -ne 0
+  check "a fabric file changed on node3 only ($policy): one message naming node3 and the fabric" \
+    test "$(grep -c "topo-aware: node3: its inputs differ from srun's: the fabric .*; failing the step" \
+      "$OUT/disagree-fabric-$policy.err")" -eq 1
+  agree_setup
+  set_plugstack "config=$LAB/etc/topo-aware.toml" policy=$policy
+  rm -f "$LAB/local.node2/dgx-h100.xml"
+  lab_srun disagree-capture-$policy -N4 -n32 --topo-aware=tp=8 "$ENVDUMP"
+  check "a capture missing on node2 only ($policy): the step fails" test $? -ne 0
+  check "a capture missing on node2 only ($policy): one message naming node2 and the captures" \
+    test "$(grep -c "topo-aware: node2: its inputs differ from srun's: the node captures" \
+      "$OUT/disagree-capture-$policy.err")" -eq 1
+  agree_setup
+done
+check "after the disagreements: daemons still up" daemons_up
+
 # After all of that, a good step is still fine.
 good_config
 lab_srun after -N4 -n32 --topo-aware=tp=8,pp=2 "$ENVDUMP"

@@ -3,6 +3,8 @@
 # four slurmd, each slurmd in its own network namespace (nsenter --net, unshare --uts) behind a
 # bridge, topology/tree with two leaves, eight fake GPU character devices per node, and the
 # topo-aware plugin in plugstack.conf. Facts this follows: ../shared/reference/slurm-lab.md.
+# Each slurmd also has its own mount namespace, where $LAB/local shows $LAB/local.nodeN: files
+# put there differ between nodes (srun and the clients see $LAB/local itself).
 #
 # Usage: tests/lab/lab.sh up [--plugin SO] | down | status | env | plugstack none|ARGS...
 #        tests/lab/lab.sh config KEY=VALUE...   (rewrites the plugin's lab config)
@@ -30,7 +32,8 @@ pid_alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 write_configs() {
   local host; host=$(hostname -s)
   mkdir -p "$LAB"/{etc,munge,state,spool,run,log,dev,plugin,jobs}
-  for i in $(seq 1 "$NODES"); do mkdir -p "$LAB/tmp/node$i"; done
+  for i in $(seq 1 "$NODES"); do mkdir -p "$LAB/tmp/node$i" "$LAB/local.node$i"; done
+  mkdir -p "$LAB/local"
   chmod 1777 "$LAB"/tmp/node*
   chmod 0755 "$LAB" "$LAB/munge"
   chmod 1777 "$LAB/jobs"   # like /tmp: each job's user creates its own 0700 directory here
@@ -191,8 +194,11 @@ start_slurm() {
       continue
     fi
     kill_pidfile "$f" 10
-    if ! nsenter --net="/run/netns/$(node_ns "$i")" unshare --uts \
-        sh -c "hostname node$i && exec slurmd -N node$i -f '$SLURM_CONF'"; then
+    # Its own mount namespace too: $LAB/local is node-local (node i sees $LAB/local.node$i
+    # there), for files that differ between nodes.
+    if ! nsenter --net="/run/netns/$(node_ns "$i")" unshare --uts --mount --propagation private \
+        sh -c "mount --bind '$LAB/local.node$i' '$LAB/local' && hostname node$i &&
+               exec slurmd -N node$i -f '$SLURM_CONF'"; then
       tail -5 "$LAB/log/slurmd-node$i.log" >&2 || true
       die "slurmd for node$i did not start (log: $LAB/log/slurmd-node$i.log)"
     fi

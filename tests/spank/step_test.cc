@@ -267,4 +267,58 @@ TEST_F(LaunchStyle, PerNodeOnSlurmBoundGpusReordersSlurmsDevices) {
   EXPECT_EQ(env.count("NCCL_IB_HCA"), 0u);
 }
 
+// Nodes that must agree: srun's digest of what it read, compared by every node before it plans.
+TEST_F(LaunchStyle, NodesThatReadOtherInputsFailTheStep) {
+  // The lab's fabric and capture copied where this test can change them, as on one node.
+  const fs::path fabric = dir_ / "fabric.toml", capture = dir_ / "dgx.xml";
+  fs::copy_file(kSource + "/tests/e2e/lab-crossed.toml", fabric);
+  fs::copy_file(kCapture, capture);
+  std::ofstream(config_) << "fabric = \"" << fabric.string() << "\"\njob_dir = \""
+                         << (dir_ / "jobs").string() << "\"\n[[node]]\nhosts = \"node*\"\n"
+                         << "capture = \"" << capture.string() << "\"\n";
+  configure({"config=" + config_});
+  ASSERT_EQ(ta_set_spec("tp=8", err_, sizeof err_), 0) << err_;
+  ASSERT_EQ(local_check(4, 32), TA_OK) << err_;
+  ASSERT_NE(ta_local_digest(), nullptr);
+  const std::string digest = ta_local_digest();
+  EXPECT_EQ(digest.rfind("v1 build=", 0), 0u) << digest;
+  ta_step s = step(1);
+  s.digest = digest.c_str();
+  EXPECT_EQ(ta_step_prepare(&s, err_, sizeof err_), TA_OK) << err_;
+
+  // The fabric updated here only: named, and the step must fail whatever the policy.
+  std::ofstream(fabric, std::ios::app) << "# updated on this node only\n";
+  EXPECT_EQ(ta_step_prepare(&s, err_, sizeof err_), TA_EDISAGREE);
+  EXPECT_EQ(std::string(err_),
+            "its inputs differ from srun's: the fabric (" + fabric.string() + ")");
+  EXPECT_EQ(ta_step_ready(), 0);
+  // Without srun's digest the node cannot know: it plans (and the policy applies to failures).
+  s.digest = nullptr;
+  EXPECT_EQ(ta_step_prepare(&s, err_, sizeof err_), TA_OK) << err_;
+
+  // The capture missing here only.
+  fs::copy_file(kSource + "/tests/e2e/lab-crossed.toml", fabric,
+                fs::copy_options::overwrite_existing);
+  fs::remove(capture);
+  s.digest = digest.c_str();
+  EXPECT_EQ(ta_step_prepare(&s, err_, sizeof err_), TA_EDISAGREE);
+  EXPECT_EQ(std::string(err_), "its inputs differ from srun's: the node captures");
+  s.digest = nullptr;
+  EXPECT_EQ(ta_step_prepare(&s, err_, sizeof err_), TA_EFAIL);
+  EXPECT_NE(std::string(err_).find("dgx.xml"), std::string::npos) << err_;
+
+  // A configuration this node cannot read, where srun could.
+  fs::copy_file(kCapture, capture);
+  configure({"config=" + (dir_ / "nonexistent.toml").string()});
+  s.digest = digest.c_str();
+  EXPECT_EQ(ta_step_prepare(&s, err_, sizeof err_), TA_EDISAGREE);
+  EXPECT_NE(std::string(err_).find("srun read its inputs, this node cannot"), std::string::npos)
+      << err_;
+  // A digest that is not one.
+  configure({"config=" + config_});
+  s.digest = "v2 something";
+  EXPECT_EQ(ta_step_prepare(&s, err_, sizeof err_), TA_EFAIL);
+  EXPECT_NE(std::string(err_).find("SLURM_TOPO_AWARE_DIGEST"), std::string::npos) << err_;
+}
+
 }  // namespace
