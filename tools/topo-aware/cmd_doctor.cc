@@ -54,7 +54,7 @@ std::string report_to_text(const topology::HealthReport& r) {
   for (const auto& c : r.checks) {
     rows.push_back({c.id, std::string(topology::to_string(c.status)),
                     c.status == topology::CheckStatus::kSkipped ? "-" : std::to_string(c.examined),
-                    c.note});
+                    c.note.empty() ? "-" : c.note});
   }
   out << text_table(rows) << "\n";
   if (r.findings.empty()) {
@@ -94,7 +94,7 @@ std::string report_to_text(const topology::HealthReport& r) {
   return out.str();
 }
 
-int run(const DoctorOptions& o) {
+int run(const DoctorOptions& o, bool quiet) {
   if ((o.slurm || !o.health_dir.empty()) && !o.input.empty() && o.node.empty()) {
     throw UsageError("doctor: -i describes a capture, not a node: name the host with --node");
   }
@@ -145,13 +145,13 @@ int run(const DoctorOptions& o) {
   }
   write_output(o.output, o.format == "json" ? topology::health_report_to_json(report)
                                             : report_to_text(report));
-  if (!slurm_line.empty()) std::cerr << "topo-aware: " << slurm_line << "\n";
+  if (!slurm_line.empty() && (!quiet || rc == 1)) std::cerr << "topo-aware: " << slurm_line << "\n";
   return rc;
 }
 
 }  // namespace
 
-void add_doctor(CLI::App& app, Common&) {
+void add_doctor(CLI::App& app, Common& common) {
   auto opt = std::make_shared<DoctorOptions>();
   auto* sub = app.add_subcommand(
       "doctor",
@@ -189,9 +189,9 @@ void add_doctor(CLI::App& app, Common&) {
   sub->add_option("--scontrol", opt->scontrol, "The scontrol to run (a path, or a PATH name)")
       ->type_name("PATH")
       ->capture_default_str();
-  sub->callback([opt] {
+  sub->callback([opt, &common] {
     if (opt->resume && !opt->slurm) throw UsageError("doctor: --resume needs --slurm");
-    int rc = run(*opt);
+    int rc = run(*opt, common.quiet);
     if (rc != 0) throw Exit{rc};
   });
 }

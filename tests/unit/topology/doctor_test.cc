@@ -1,7 +1,8 @@
 // The node doctor (doctor.h, doctor_source.h) on the DGX H100 sysfs tree and its fault copies
-// (tests/fixtures/sysfs/make-doctor-faults.sh, generated at test time: doctor_fixtures.h): each check
-// fires on its fault and stays silent on the healthy tree; NVLink through the fake NVML; counter
-// deltas against a previous report; the JSON round trip; the health directory's atomic write.
+// (tests/fixtures/sysfs/make-doctor-faults.sh, generated at test time: doctor_fixtures.h): each
+// check fires on its fault and stays silent on the healthy tree; NVLink through the fake NVML;
+// counter deltas against a previous report; the JSON round trip; the health directory's atomic
+// write.
 #include "topoaware/topology/doctor.h"
 
 #include <gtest/gtest.h>
