@@ -64,6 +64,7 @@ ProgramRun run_program(const std::vector<std::string>& argv, int timeout_s) {
     return r;
   }
   std::vector<char*> args;
+  args.reserve(argv.size() + 1);
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   pid_t pid = fork();
