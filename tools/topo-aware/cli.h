@@ -1,6 +1,6 @@
 // Shared pieces of the topo-aware command line. Each subcommand lives in its own cmd_*.cc and
 // registers itself with add_<name>(); main() turns exceptions into exit codes at one place:
-// 0 ok, 1 bad input (message names file:line / option), 2 usage.
+// 0 ok, 1 bad input (message names file:line / option), 2 usage (doctor adds 3: degraded).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -20,6 +20,12 @@ struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Thrown by a subcommand whose outcome is an exit code other than 0 that is not an error (doctor:
+// 3 for a degraded node); main() returns `code` without a message.
+struct Exit {
+  int code = 0;
+};
+
 // Writes `text` to `path`, or to stdout when path is empty or "-". Throws topology::Error.
 void write_output(const std::string& path, const std::string& text);
 
@@ -31,5 +37,6 @@ void add_nccl_topo(CLI::App& app, Common& common);
 void add_fabric(CLI::App& app, Common& common);
 void add_map(CLI::App& app, Common& common);
 void add_inspect(CLI::App& app, Common& common);
+void add_doctor(CLI::App& app, Common& common);
 
 }  // namespace topoaware::cli

@@ -41,12 +41,15 @@ int main(int argc, char** argv) {
   cli::add_fabric(app, common);
   cli::add_map(app, common);
   cli::add_inspect(app, common);
+  cli::add_doctor(app, common);
 
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : 2;
+  } catch (const cli::Exit& e) {
+    return e.code;
   } catch (const cli::UsageError& e) {
     std::cerr << "topo-aware: " << e.what() << "\n";
     return 2;
