@@ -431,6 +431,10 @@ for policy in fail-open fail-closed; do
 done
 check "after the disagreements: daemons still up" daemons_up
 
+# --- the node doctor as Slurm's HealthCheckProgram ------------------------------------------
+# shellcheck source=health.sh
+. "$SRC/tests/e2e/health.sh"
+
 # After all of that, a good step is still fine.
 good_config
 lab_srun after -N4 -n32 --topo-aware=tp=8,pp=2 "$ENVDUMP"

@@ -34,6 +34,11 @@ write_configs() {
   mkdir -p "$LAB"/{etc,munge,state,spool,run,log,dev,plugin,jobs}
   for i in $(seq 1 "$NODES"); do mkdir -p "$LAB/tmp/node$i" "$LAB/local.node$i"; done
   mkdir -p "$LAB/local"
+  local d
+  for d in "$LAB/local" "$LAB"/local.node*; do
+    printf '#!/bin/sh\nexit 0\n' >"$d/healthcheck.sh"
+    chmod 0755 "$d/healthcheck.sh"
+  done
   chmod 1777 "$LAB"/tmp/node*
   chmod 0755 "$LAB" "$LAB/munge"
   chmod 1777 "$LAB/jobs"   # like /tmp: each job's user creates its own 0700 directory here
@@ -61,6 +66,11 @@ MailProg=/bin/true
 # Each node its own TmpFS (Slurm expands %n): mpi/pmix makes per-step directories there, and
 # nodes sharing one /tmp would collide on them.
 TmpFS=$LAB/tmp/%n
+# A node-local health check (\$LAB/local/healthcheck.sh, a no-op until a test puts another there):
+# how a site runs topo-aware doctor --slurm.
+HealthCheckProgram=$LAB/local/healthcheck.sh
+HealthCheckInterval=5
+HealthCheckNodeState=ANY
 ProctrackType=proctrack/linuxproc
 TaskPlugin=${LAB_TASK_PLUGIN:-task/cgroup}
 SwitchType=switch/none
