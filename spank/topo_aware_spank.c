@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <slurm/slurm.h>
@@ -290,6 +292,8 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av) {
   uint32_t step_id = 0, i;
   struct ta_step step;
   uint32_t *local_global = NULL;
+  struct timespec t0, t1;
+  struct rusage usage0, usage1;
   int rc;
   (void)ac;
   (void)av;
@@ -371,6 +375,9 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av) {
   step.local_global = local_global;
   if (local_global == NULL) step.nlocal = 0;
 
+  /* What planning costs slurmstepd, for the slurmd log (tools/bench/stepd_cost.sh reads it). */
+  getrusage(RUSAGE_SELF, &usage0);
+  clock_gettime(CLOCK_MONOTONIC, &t0);
   rc = ta_step_prepare(&step, err, sizeof err);
   free(hosts);
   free(user_env);
@@ -379,7 +386,12 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av) {
   if (ta_step_note() != NULL) slurm_spank_log("topo-aware: warning: %s", ta_step_note());
   if (rc == TA_OK) {
     resolve_master();
-    slurm_debug("topo-aware: %s: step %u.%u planned on %s", __func__, step.job_id, step_id, host);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    getrusage(RUSAGE_SELF, &usage1);
+    slurm_info("topo-aware: step %u.%u planned on %s in %.1f ms, peak RSS %ld KiB (+%ld KiB)",
+               step.job_id, step_id, host,
+               (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6,
+               usage1.ru_maxrss, usage1.ru_maxrss - usage0.ru_maxrss);
     return 0;
   }
   if (rc == TA_ENODE) resolve_master(); /* the plan stands on this node too */

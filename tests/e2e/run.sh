@@ -435,12 +435,37 @@ check "after the disagreements: daemons still up" daemons_up
 # shellcheck source=health.sh
 . "$SRC/tests/e2e/health.sh"
 
+# --- under load: 200 small steps at once ----------------------------------------------------
+load_n=${TOPO_AWARE_E2E_LOAD:-200}
+mkdir -p "$OUT/load"
+rm -f "$OUT"/load/*
+for i in $(seq 1 "$load_n"); do
+  timeout 300 srun -N1 -n2 --topo-aware=tp=2 "$ENVDUMP" >"$OUT/load/$i.out" 2>"$OUT/load/$i.err" &
+done
+load_failed=0
+for job in $(jobs -p); do wait "$job" || load_failed=$((load_failed + 1)); done
+check "$load_n concurrent srun --topo-aware steps: every one exits 0" test "$load_failed" -eq 0
+check "$load_n concurrent steps: each got ranks 0 and 1 of 2, with NCCL_TOPO_FILE" \
+  test "$(for f in "$OUT"/load/*.out; do
+            grep -c -e '^0 RANK=0$' -e '^1 RANK=1$' -e ' WORLD_SIZE=2$' -e ' NCCL_TOPO_FILE=/' "$f"
+          done | grep -cx 6)" -eq "$load_n"
+check "$load_n concurrent steps: daemons still up" daemons_up
+check "$load_n concurrent steps: nothing left in job_dir" \
+  test -z "$(find "$LAB/jobs" -mindepth 1 -print -quit 2>/dev/null)"
+
 # After all of that, a good step is still fine.
 good_config
 lab_srun after -N4 -n32 --topo-aware=tp=8,pp=2 "$ENVDUMP"
 check "a later good step exits 0" test $? -eq 0
 check "a later good step equals topo-aware map" same_env after tp=8,pp=2 'node[1-4]'
-check "nodes are idle, none drained" bash -c "! sinfo -h -N -o '%T' | grep -qvE '^(idle|mixed|allocated|completing)$'"
+# (After a burst of queued jobs the scheduler may still show nodes "planned" or completing.)
+for _ in $(seq 1 40); do
+  sinfo -h -N -o '%T' | grep -qvx idle || break
+  sleep 0.5
+done
+sinfo -h -N -o '%N %T %E' >"$OUT/sinfo-end.out"
+check "nodes are idle, none drained or down" \
+  bash -c "! grep -qvE ' (idle|mixed|allocated|completing|planned) ' '$OUT/sinfo-end.out'"
 
 echo "e2e: $passes passed, $failures failed (outputs in $OUT)"
 [ $failures -eq 0 ]
