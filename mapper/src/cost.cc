@@ -312,14 +312,28 @@ Machine build_machine(const topology::Fabric& fabric, const std::vector<std::str
       if (it == facts.end()) it = facts.emplace(nodes[i], internal::node_facts(*nodes[i])).first;
       nf = &it->second;
     }
-    // Ports: the fabric's, else one per node NIC, else one.
+    // Ports: the fabric's, else one per node NIC, else one. A NIC the node doctor found degraded
+    // (HostInfo::nic_fraction) carries what it measured; port p is NIC p (the fabric's name for
+    // it, else the node's p-th NIC).
     m.port_base.push_back(static_cast<std::uint32_t>(m.port_gbps.size()));
     double degraded = hi.degraded > 0 ? hi.degraded : 1.0;
+    auto health = [&](std::size_t p) {
+      if (hi.nic_fraction.empty()) return 1.0;
+      std::string nic = p < hi.port_nic.size() ? hi.port_nic[p] : std::string();
+      if (nic.empty() && nf && p < nf->nic_names.size()) nic = nf->nic_names[p];
+      auto it = hi.nic_fraction.find(nic);
+      return it == hi.nic_fraction.end() ? 1.0 : it->second;
+    };
     if (!hi.port_gbps.empty()) {
-      for (double g : hi.port_gbps) m.port_gbps.push_back((g > 0 ? g : kPlainPortGbps) * degraded);
+      for (std::size_t p = 0; p < hi.port_gbps.size(); ++p) {
+        const double g = hi.port_gbps[p];
+        m.port_gbps.push_back((g > 0 ? g : kPlainPortGbps) * degraded * health(p));
+      }
     } else {
       std::size_t n = nf && !nf->nic_names.empty() ? nf->nic_names.size() : 1;
-      for (std::size_t p = 0; p < n; ++p) m.port_gbps.push_back(kPlainPortGbps * degraded);
+      for (std::size_t p = 0; p < n; ++p) {
+        m.port_gbps.push_back(kPlainPortGbps * degraded * health(p));
+      }
     }
     auto ports = static_cast<std::uint32_t>(m.port_gbps.size() - m.port_base.back());
     m.port_count.push_back(ports);

@@ -716,9 +716,43 @@ class Mapper {
 
 }  // namespace
 
-Instance make_instance(const topology::Fabric& fabric,
-                       const std::vector<const topology::NodeTopology*>& nodes_in,
-                       const Request& request) {
+namespace {
+
+// The k GPUs a host's tasks use when the plan may choose them: the first k by NVML index, except
+// that GPUs whose nearest NIC the node doctor found degraded (HostInfo::nic_fraction) come last,
+// so a step that does not need every GPU of a host leaves the slow NIC's out.
+std::vector<int> healthiest_gpus(const topology::Fabric& fabric, const std::string& host,
+                                 const topology::NodeTopology& node, const std::vector<int>& devs,
+                                 int k) {
+  std::vector<int> out(devs.begin(), devs.begin() + k);
+  const std::int64_t fi = fabric.find_host(host);
+  if (fi < 0 || static_cast<std::size_t>(k) == devs.size()) return out;
+  const auto& fraction = fabric.hosts[static_cast<std::size_t>(fi)].nic_fraction;
+  if (fraction.empty()) return out;
+  const internal::NodeFacts facts = internal::node_facts(node);
+  auto health = [&](int dev) {
+    const internal::GpuFacts* g = facts.find(dev);
+    if (g == nullptr || g->nics.empty()) return 1.0;
+    auto it = fraction.find(g->nics.front());
+    return it == fraction.end() ? 1.0 : it->second;
+  };
+  std::vector<int> ranked = devs;
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [&](int a, int b) { return health(a) > health(b); });
+  out.assign(ranked.begin(), ranked.begin() + k);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+namespace {
+
+// make_instance(), with the GPUs of a host chosen by health (the plan's) or the first k by index
+// (Slurm's: local task j on GPU j).
+Instance instance_of(const topology::Fabric& fabric,
+                     const std::vector<const topology::NodeTopology*>& nodes_in,
+                     const Request& request, bool choose_gpus) {
   if (request.hosts.empty()) throw Error("request: no hosts");
   if (request.tasks_per_host.size() != request.hosts.size()) {
     throw Error("request: " + std::to_string(request.hosts.size()) + " hosts but " +
@@ -761,7 +795,8 @@ Instance make_instance(const topology::Fabric& fabric,
         throw Error("host " + request.hosts[h] + ": " + std::to_string(k) +
                     " tasks but its node has " + std::to_string(it->second.size()) + " GPUs");
       }
-      gpus[h].assign(it->second.begin(), it->second.begin() + k);
+      gpus[h] = choose_gpus ? healthiest_gpus(fabric, request.hosts[h], *nodes[h], it->second, k)
+                            : std::vector<int>(it->second.begin(), it->second.begin() + k);
     } else {
       for (int j = 0; j < k; ++j) gpus[h].push_back(j);
     }
@@ -795,6 +830,14 @@ Instance make_instance(const topology::Fabric& fabric,
     }
   }
   return in;
+}
+
+}  // namespace
+
+Instance make_instance(const topology::Fabric& fabric,
+                       const std::vector<const topology::NodeTopology*>& nodes_in,
+                       const Request& request) {
+  return instance_of(fabric, nodes_in, request, true);
 }
 
 RankPlan plan(const topology::Fabric& fabric,
@@ -831,9 +874,21 @@ RankPlan plan(const topology::Fabric& fabric,
   if (request.host_blocks) a = mapper.host_blocks(a);
   out.cost = evaluate(m, in.traffic, a);
   out.block_cost = evaluate(m, in.traffic, block);
+  // Slurm's order runs local task j on GPU j. Where the plan chose other GPUs (to leave a
+  // degraded NIC's out), Slurm's order is scored on Slurm's GPUs.
+  bool health = false;
+  for (std::uint32_t fh : m.fabric_host) health |= !fabric.hosts[fh].nic_fraction.empty();
+  if (health) {
+    Instance slurm = instance_of(fabric, nodes_in, request, false);
+    bool same_gpus = slurm.machine.slots.size() == m.slots.size();
+    for (std::size_t i = 0; same_gpus && i < m.slots.size(); ++i) {
+      same_gpus = slurm.machine.slots[i].gpu == m.slots[i].gpu;
+    }
+    if (!same_gpus) out.block_cost = evaluate(slurm.machine, slurm.traffic, slurm.block_slot);
+  }
   if (request.algorithm == Algorithm::kTopo && out.cost.seconds > out.block_cost.seconds) {
     a = block;  // the guard: never hand out a plan the model says is slower than Slurm's
-    out.cost = out.block_cost;
+    out.cost = evaluate(m, in.traffic, block);
     out.kept_block = true;
   }
 

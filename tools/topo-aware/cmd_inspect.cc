@@ -25,6 +25,7 @@ struct InspectOptions {
   std::string svg;
   std::string format = "text";
   std::string output;
+  std::string health_dir;  // re-score under these health reports instead of the plan's own
 };
 
 struct Scored {
@@ -303,6 +304,9 @@ void add_inspect(CLI::App& app, Common& common) {
                   "random or topo");
   sub->add_option("--svg", o->svg, "Write an SVG picture of the fabric with the plan's traffic");
   sub->add_option("--of", o->format, "Output: text (default) or json");
+  sub->add_option("--health-dir", o->health_dir,
+                  "Score under the node doctor's reports in DIR instead of those the plan was "
+                  "made with");
   sub->add_option("-o,--output", o->output, "Write to this file instead of stdout");
   sub->callback([o, &common] {
     (void)common;
@@ -315,7 +319,9 @@ void add_inspect(CLI::App& app, Common& common) {
       throw topology::Error(topology::ErrorCode::kBadInput, o->plan,
                             "not a plan from `topo-aware map --of json` (no inputs/ranks)");
     }
-    Loaded l = load_inputs(inputs_from_json(j["inputs"], o->plan));
+    MapInputs in = inputs_from_json(j["inputs"], o->plan);
+    if (!o->health_dir.empty()) in.health_dir = o->health_dir;
+    Loaded l = load_inputs(in);
     if (j["ranks"].size() !=
         static_cast<std::size_t>(
             std::accumulate(l.request.tasks_per_host.begin(), l.request.tasks_per_host.end(), 0))) {
@@ -332,6 +338,7 @@ void add_inspect(CLI::App& app, Common& common) {
       out["plan"] = cost_to_json(plan.cost);
       out["compare"] = {{"algorithm", o->compare}, {"cost", cost_to_json(other.cost)}};
       out["lower_bound"] = lb;
+      out["degraded"] = l.health;
       out["links"] = nlohmann::json::array();
       for (const auto& k : plan.loads) {
         out["links"].push_back({{"name", k.name},
@@ -355,6 +362,7 @@ void add_inspect(CLI::App& app, Common& common) {
                                    : "-")
         << "); lower bound " << seconds(lb) << "\n";
       if (!plan.cost.bottleneck.empty()) s << "bottleneck: " << plan.cost.bottleneck << "\n";
+      for (const auto& h : l.health) s << "degraded (health report): " << h << "\n";
       s << "\nper dim: groups whose traffic stays inside a host / inside a leaf group / crosses "
            "above\n"
         << dims_table(plan, other, o->compare, plan.instance.layout);

@@ -47,7 +47,7 @@ std::string pct_faster(double plan, double block) {
 }
 
 std::string render_table(const mapper::RankPlan& p, const mapper::RankPlan* topo,
-                         const MapOptions& o) {
+                         const std::vector<std::string>& health, const MapOptions& o) {
   std::ostringstream out;
   out << "topo-aware map: " << p.tasks.size()
       << (p.host_blocks ? " workers of a per-node launcher" : " tasks") << " on " << p.hosts.size()
@@ -66,6 +66,7 @@ std::string render_table(const mapper::RankPlan& p, const mapper::RankPlan* topo
   }
   if (p.kept_block)
     out << "note: no assignment the model rates faster than block order was found\n";
+  for (const auto& h : health) out << "degraded (health report): " << h << "\n";
   if (!p.cost.bottleneck.empty()) out << "bottleneck: " << p.cost.bottleneck << "\n";
   std::vector<std::vector<std::string>> dims = {
       {"dim", "size", "pattern", "time", "block", "in host", "in leaf", "across"}};
@@ -112,7 +113,7 @@ std::string render_table(const mapper::RankPlan& p, const mapper::RankPlan* topo
 }
 
 std::string render_json(const mapper::RankPlan& p, const mapper::RankPlan& topo,
-                        const MapOptions& o) {
+                        const std::vector<std::string>& health, const MapOptions& o) {
   nlohmann::json j;
   j["version"] = 1;
   j["inputs"] = inputs_to_json(o.in);
@@ -158,6 +159,7 @@ std::string render_json(const mapper::RankPlan& p, const mapper::RankPlan& topo,
   cost["block_detail"] = cost_to_json(p.block_cost);
   j["cost"] = cost;
   j["rail_optimized"] = p.rail_optimized;
+  j["degraded"] = health;
   return j.dump(2) + "\n";
 }
 
@@ -205,6 +207,9 @@ void add_map(CLI::App& app, Common& common) {
       "block order");
   sub->add_option("--fabric", o->in.fabric,
                   "Fabric file (ibnetdiscover dump, topology.conf, TOML or JSON)");
+  sub->add_option("--health-dir", o->in.health_dir,
+                  "The node doctor's reports (<DIR>/<host>.json): degraded NICs carry what they "
+                  "measured");
   sub->add_option("--config", o->in.config,
                   "The SPANK plugin's config (etc/topo-aware.toml): its fabric, GUID map and "
                   "[[node]] captures, exactly as a launch reads them");
@@ -265,7 +270,8 @@ void add_map(CLI::App& app, Common& common) {
         topo_plan = mapper::plan(l.fabric, l.nodes, r);
         topo = &topo_plan;
       }
-      text = o->format == "json" ? render_json(p, *topo, *o) : render_table(p, topo, *o);
+      text = o->format == "json" ? render_json(p, *topo, l.health, *o)
+                                 : render_table(p, topo, l.health, *o);
     }
     write_output(o->output, text);
   });

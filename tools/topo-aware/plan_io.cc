@@ -10,8 +10,10 @@
 #include "config.h"
 #include "topoaware/mapper/layout.h"
 #include "topoaware/mapper/synthetic.h"
+#include "topoaware/topology/doctor_source.h"
 #include "topoaware/topology/error.h"
 #include "topoaware/topology/fabric_io.h"
+#include "topoaware/topology/health.h"
 #include "topoaware/topology/hostlist.h"
 #include "topoaware/topology/sources.h"
 
@@ -139,6 +141,17 @@ Loaded load_inputs(const MapInputs& in) {
     }
     gpus = static_cast<int>(out.nodes[0]->gpus().size());
   }
+  // The node doctor's reports: degraded NICs carry what they measured (health.h).
+  if (!in.health_dir.empty()) {
+    std::map<std::string, std::vector<topology::NicHealth>> health;
+    for (std::size_t h = 0; h < hosts.size(); ++h) {
+      if (auto report = topology::read_health_report(in.health_dir, hosts[h])) {
+        health[hosts[h]] =
+            topology::nic_health(*report, out.nodes.empty() ? nullptr : out.nodes[h]);
+      }
+    }
+    out.health = topology::apply_health(out.fabric, health);
+  }
   mapper::LaunchSpec launch = mapper::parse_launch_spec(in.layout);
   if (!in.launcher.empty()) launch.launcher = mapper::parse_launcher(in.launcher);
   if (in.nproc > 0) launch.nproc = in.nproc;
@@ -224,6 +237,7 @@ nlohmann::json inputs_to_json(const MapInputs& in) {
   j["seed"] = in.seed;
   j["refine_moves"] = in.refine_moves;
   j["config"] = absolute(in.config);
+  j["health_dir"] = absolute(in.health_dir);
   j["launcher"] = in.launcher;
   j["nproc"] = in.nproc;
   j["ids"] = in.ids;
@@ -246,6 +260,7 @@ MapInputs inputs_from_json(const nlohmann::json& j, const std::string& context) 
     in.refine_moves = j.value("refine_moves", -1LL);
     in.config = j.value("config", std::string());
     in.launcher = j.value("launcher", std::string());
+    in.health_dir = j.value("health_dir", std::string());
     in.nproc = j.value("nproc", 0);
     in.ids = j.value("ids", std::string());
   } catch (const nlohmann::json::exception& e) {

@@ -27,6 +27,7 @@ struct MapInputs {
   std::string launcher;    // auto, per-gpu, per-node; empty: the SPEC's (else auto)
   int nproc = 0;           // per-node workers per host; 0: the SPEC's, else the host's GPUs
   std::string ids;         // plan or slurm; empty: the SPEC's (else plan)
+  std::string health_dir;  // the node doctor's reports (<dir>/<host>.json), empty: none
   std::string algo = "topo";
   std::uint64_t seed = 1;
   long long refine_moves = -1;
@@ -40,6 +41,7 @@ struct Loaded {
   mapper::Request request;  // per-node launcher: tasks_per_host are its workers
   mapper::Launcher launcher = mapper::Launcher::kPerGpu;  // resolved: per-gpu or per-node
   mapper::Ids ids = mapper::Ids::kPlan;
+  std::vector<std::string> health;  // one line per host whose NICs a health report degraded
 };
 
 // Loads fabric, node models and layout (reading file: specs), checks usage. Throws

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cli/cli_support.h"
+#include "doctor_fixtures.h"
 #include "test_support.h"
 
 namespace {
@@ -323,6 +324,37 @@ TEST(MapCliTest, IdsSlurmAndThePluginsConfiguration) {
   CliRun bad = cli("map --config " + config + " --nodes node1");
   EXPECT_EQ(bad.rc, 1);
   EXPECT_NE(bad.err.find("topo-aware.toml:1"), std::string::npos) << bad.err;
+}
+
+// The node doctor's reports: map and inspect model a degraded NIC at what it measured.
+TEST(MapCliTest, HealthReportsAreModelledAndSaid) {
+  auto dir = std::filesystem::path(TOPOAWARE_BINARY_DIR) / "map_cli_test" / "health";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string faults = topoaware::test::doctor_faults().string();
+  CliRun d = cli("doctor --fsroot " + faults + "/rdma-rate-hdr --node node3 --health-dir " +
+                 dir.string() + " -q -o /dev/null");
+  ASSERT_EQ(d.rc, 3) << d.err;  // degraded
+  const std::string args = "map " + lab_args() + " --nodes 'node[1-4]' --tasks-per-node 4 " +
+                           "--layout tp=4 --health-dir " + dir.string();
+  CliRun r = cli(args);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("degraded (health report): node3: mlx5_2 at 200 of 400 Gb/s"),
+            std::string::npos)
+      << r.out;
+  CliRun j = cli(args + " --of json -o " + (dir / "plan.json").string());
+  ASSERT_EQ(j.rc, 0) << j.err;
+  auto plan = nlohmann::json::parse(topoaware::test::slurp((dir / "plan.json").string()));
+  EXPECT_LT(plan["cost"]["plan"].get<double>(), 0.75 * plan["cost"]["block"].get<double>());
+  ASSERT_EQ(plan["degraded"].size(), 1u);
+  for (const auto& t : plan["ranks"]) {
+    if (t["host"] == "node3") {
+      EXPECT_NE(t["gpu"].get<int>(), 2) << t.dump();
+    }
+  }
+  CliRun i = cli("inspect " + (dir / "plan.json").string());
+  ASSERT_EQ(i.rc, 0) << i.err;
+  EXPECT_NE(i.out.find("degraded (health report): node3"), std::string::npos) << i.out;
 }
 
 }  // namespace

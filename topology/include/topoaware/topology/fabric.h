@@ -30,6 +30,9 @@ struct HostInfo {
   std::string node_type;           // node type name (TOML description), empty if unknown
   bool excluded = false;           // down / drained: not to be used
   double degraded = 1.0;           // fraction of nominal fabric bandwidth still available
+  // Per NIC (by name), the fraction of its nominal capacity it still carries, from the node
+  // doctor's report (health.h); a NIC not listed carries all of it.
+  std::map<std::string, double> nic_fraction;
   std::string unit;                // TOML [[unit]] name (a scalable unit), empty if none
 };
 
