@@ -18,7 +18,7 @@ using topology::ErrorCode;
 constexpr const char* kKeys =
     "fabric, guid_map, job_dir, policy, gpu_binding, overwrite_user_env, "
     "bind_cpus, "
-    "judge_allocation, master_port, launcher, ids, capture";
+    "judge_allocation, master_port, launcher, ids, health_dir, doctor, doctor_fsroot, capture";
 
 bool parse_bool(const std::string& value, const std::string& where, const std::string& key) {
   if (value == "true" || value == "yes" || value == "1") return true;
@@ -93,7 +93,8 @@ void load_file(Config& config, const std::string& path) {
       throw Error(ErrorCode::kBadInput, where, "unknown table '" + key + "' (known: [[node]])");
     }
     std::string text = scalar_text(value, key, where);
-    if (key == "fabric" || key == "guid_map" || key == "job_dir" || key == "capture") {
+    if (key == "fabric" || key == "guid_map" || key == "job_dir" || key == "capture" ||
+        key == "health_dir" || key == "doctor_fsroot") {
       text = resolve(text, path);
     }
     apply_setting(config, key, text, where);
@@ -147,6 +148,18 @@ void apply_setting(Config& config, const std::string& key, const std::string& va
       }
     }
     config.master_port = value;
+  } else if (key == "health_dir") {
+    config.health_dir = value;
+  } else if (key == "doctor") {
+    if (value != "off" && value != "warn") {
+      throw Error(ErrorCode::kBadInput, where, "doctor must be off or warn, not '" + value + "'");
+    }
+    config.doctor_warn = value == "warn";
+  } else if (key == "doctor_fsroot") {
+    if (value.empty() || value.front() != '/') {
+      throw Error(ErrorCode::kBadInput, where, "doctor_fsroot must be an absolute path");
+    }
+    config.doctor_fsroot = value;
   } else if (key == "launcher" || key == "ids") {
     try {
       if (key == "launcher") {

@@ -38,6 +38,13 @@ struct Config {
   // SLURM_PROCID/LOCALID/NODEID carry the plan's numbering too.
   mapper::Launcher launcher = mapper::Launcher::kAuto;
   mapper::Ids ids = mapper::Ids::kPlan;
+  // The node doctor's reports (<dir>/<host>.json, docs/doctor.md): srun reads those of the
+  // allocated hosts, names the degraded ones and plans with what their NICs measured.
+  std::string health_dir;
+  // doctor = "warn": each node also runs its own checks at step start (sysfs under
+  // doctor_fsroot) and warns about what it finds.
+  bool doctor_warn = false;
+  std::string doctor_fsroot = "/";
   std::vector<NodeCapture> nodes;  // per-host node captures, first match wins
 };
 

@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <map>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -27,8 +29,11 @@
 #include "network.h"
 #include "step.h"
 #include "summary.h"
+#include "topoaware/topology/doctor_source.h"
 #include "topoaware/topology/error.h"
+#include "topoaware/topology/health.h"
 #include "topoaware/topology/node_io.h"
+#include "topoaware/topology/sources.h"
 
 namespace {
 
@@ -61,6 +66,8 @@ struct State {
   bool active = false;
   std::string spec;
   std::string digest;  // srun: the digest of the inputs it read, or empty
+  std::string health;  // srun: the degraded NICs it planned with (health_text), or empty
+  std::string doctor;  // a node's warning from its own checks (doctor = "warn"), or empty
   StepState step;
 };
 
@@ -166,6 +173,29 @@ std::string read_hostfile(const std::string& path) {
 
 namespace {
 
+// srun: the node doctor's reports of the allocated hosts (health_dir), applied to `fabric`; one
+// line per degraded host for the user. A report that does not parse is named and left out.
+// Returns what the nodes must apply alike (health_text), or empty.
+std::string read_health(const Config& config, topology::Fabric& fabric,
+                        const std::vector<std::string>& hosts, ta_line_fn out, void* arg) {
+  if (config.health_dir.empty()) return {};
+  spank::NodeModels nodes = spank::load_nodes(config, fabric, hosts);
+  std::map<std::string, std::vector<topology::NicHealth>> health;
+  for (std::size_t h = 0; h < hosts.size(); ++h) {
+    try {
+      if (auto report = topology::read_health_report(config.health_dir, hosts[h])) {
+        health[hosts[h]] = topology::nic_health(*report, nodes.per_host[h]);
+      }
+    } catch (const std::exception& e) {
+      out(arg, 1, (std::string("topo-aware: health report left out: ") + e.what()).c_str());
+    }
+  }
+  for (const auto& line : topology::apply_health(fabric, health)) {
+    out(arg, 0, ("topo-aware: degraded (health report): " + line).c_str());
+  }
+  return topology::health_text(health);
+}
+
 // ta_step_prepare's work; throws.
 int prepare_step(State& s, const struct ta_step* step) {
   {
@@ -225,6 +255,12 @@ int prepare_step(State& s, const struct ta_step* step) {
       if (!differ.empty()) {
         throw spank::DisagreeError("its inputs differ from srun's: " + differ);
       }
+    }
+    // The degraded NICs srun planned with: every node applies the same (nodes do not read the
+    // health directory themselves, whose reports change while a step starts).
+    if (step->health != nullptr && *step->health != '\0') {
+      topology::apply_health(fabric,
+                             topology::parse_health(step->health, "SLURM_TOPO_AWARE_HEALTH"));
     }
     spank::check_hosts_in_fabric(fabric, shape.hosts, config);
     spank::NodeModels nodes =
@@ -354,8 +390,9 @@ int ta_local_check(const struct ta_local* step, ta_line_fn out, void* arg, char*
   return guarded(err, errlen, [&] {
     topology::Fabric fabric = spank::load_configured_fabric(s.config);
     s.digest = spank::encode(spank::digest_of(s.config, s.args, fabric, s.spec));
-    if (!s.config.judge_allocation) return TA_OK;
     std::vector<std::string> hosts = spank::split_lines(step->hosts);
+    s.health = read_health(s.config, fabric, hosts, out, arg);
+    if (!s.config.judge_allocation) return TA_OK;
     spank::check_hosts_in_fabric(fabric, hosts, s.config);
     bool spread = false;
     std::string line = "topo-aware: job " + std::to_string(step->job_id) + ": " +
@@ -384,6 +421,44 @@ int ta_local_check(const struct ta_local* step, ta_line_fn out, void* arg, char*
     }
     return TA_OK;
   });
+}
+
+const char* ta_local_health(void) {
+  const State& s = state();
+  return s.health.empty() ? nullptr : s.health.c_str();
+}
+
+const char* ta_step_doctor(const char* host) {
+  try {
+    State& s = ensure_config();
+    s.doctor.clear();
+    if (!s.config_ok || !s.config.doctor_warn) return nullptr;
+    const auto t0 = std::chrono::steady_clock::now();
+    topology::LiveOptions live;
+    live.fsroot = s.config.doctor_fsroot;
+    live.use_hwloc = live.fsroot == "/";
+    const topology::NodeTopology node = topology::discover_live(live);
+    const topology::HealthReport report = topology::diagnose(
+        node, topology::read_health_facts(node, live.fsroot, nullptr), {});
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (report.findings.empty()) return nullptr;
+    char took[48];
+    std::snprintf(took, sizeof took, "; checked in %.0f ms", ms);
+    s.doctor = std::string(host != nullptr ? host : "this node") + " is " +
+               std::string(report.status()) + ": " +
+               topology::finding_line(report.findings.front()) +
+               (report.findings.size() > 1
+                    ? " (+" + std::to_string(report.findings.size() - 1) + " more)"
+                    : std::string()) +
+               took;
+    return s.doctor.c_str();
+  } catch (const std::exception& e) {
+    state().doctor = std::string("the node doctor could not run: ") + e.what();
+    return state().doctor.c_str();
+  } catch (...) {
+    return nullptr;
+  }
 }
 
 const char* ta_local_digest(void) {

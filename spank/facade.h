@@ -81,6 +81,9 @@ int ta_local_check(const struct ta_local *step, ta_line_fn out, void *arg, char 
 /* The digest of the inputs srun read (digest.h), once ta_local_check read them, else NULL: the
  * shell hands it to the nodes as SLURM_TOPO_AWARE_DIGEST. */
 const char *ta_local_digest(void);
+/* The degraded NICs srun read from health_dir and planned with, as text for the nodes
+ * (SLURM_TOPO_AWARE_HEALTH), or NULL. */
+const char *ta_local_health(void);
 
 /* What slurmstepd knows about the step, in plain C. */
 struct ta_step {
@@ -98,6 +101,7 @@ struct ta_step {
   const char *mpi_type;      /* SLURM_MPI_TYPE or NULL */
   const char *hostfile;      /* SLURM_HOSTFILE (-m arbitrary) or NULL */
   const char *digest;        /* SLURM_TOPO_AWARE_DIGEST (srun's), or NULL: nothing to agree on */
+  const char *health;        /* SLURM_TOPO_AWARE_HEALTH (srun's degraded NICs), or NULL */
   const char *user_env;      /* names the user set in the step's environment, newline-separated */
   const uint32_t *local_global; /* global task id of each local task */
   uint32_t nlocal;
@@ -117,6 +121,9 @@ const char *ta_step_unresolved_master(void);
  * does not resolve, gloo would listen on loopback, so it gets the interface that reaches
  * MASTER_ADDR. */
 void ta_step_set_master(const char *addr);
+/* doctor = "warn": this node's own checks (the node doctor, on sysfs under doctor_fsroot); one
+ * line naming `host` and the worst finding when it is degraded, else NULL. */
+const char *ta_step_doctor(const char *host);
 /* 1 when ta_step_prepare succeeded for this step. */
 int ta_step_ready(void);
 /* What this node's tasks go without although the plan stands (Slurm bound its GPUs otherwise

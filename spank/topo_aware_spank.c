@@ -201,6 +201,8 @@ static char *expand_hosts(const char *list) {
 }
 
 #define TA_DIGEST_ENV "SLURM_TOPO_AWARE_DIGEST"
+/* The degraded NICs srun planned with (health_dir), for the nodes to plan alike. */
+#define TA_HEALTH_ENV "SLURM_TOPO_AWARE_HEALTH"
 
 /* srun, after the allocation and before launch. */
 int slurm_spank_local_user_init(spank_t sp, int ac, char **av) {
@@ -233,7 +235,11 @@ int slurm_spank_local_user_init(spank_t sp, int ac, char **av) {
   /* The digest of what srun read, for every node to compare with its own (digest.h); a SLURM_*
    * name, so that it reaches the nodes also under --export=NONE. An outer step's is dropped. */
   unsetenv(TA_DIGEST_ENV);
-  if (rc == TA_OK && ta_local_digest() != NULL) setenv(TA_DIGEST_ENV, ta_local_digest(), 1);
+  unsetenv(TA_HEALTH_ENV);
+  if (rc == TA_OK && ta_local_digest() != NULL) {
+    setenv(TA_DIGEST_ENV, ta_local_digest(), 1);
+    if (ta_local_health() != NULL) setenv(TA_HEALTH_ENV, ta_local_health(), 1);
+  }
   if (rc == TA_EREQUEST) {
     slurm_error("topo-aware: %s=%s: %s", spec_origin, spec_for_message(ta_spec()), err);
     return -1;
@@ -285,7 +291,8 @@ static void resolve_master(void) {
 int slurm_spank_user_init(spank_t sp, int ac, char **av) {
   char err[TA_ERRLEN] = "";
   static char nodelist[65536], tasks_per_node[65536], step_gpus[1024], host[256],
-      spec[TA_SPEC_MAX], distribution[256], mpi_type[64], hostfile[4096], digest[512];
+      spec[TA_SPEC_MAX], distribution[256], mpi_type[64], hostfile[4096], digest[512],
+      health[16384];
   char probe[8];
   char *hosts = NULL, *user_env = NULL;
   size_t user_len = 0;
@@ -294,6 +301,7 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av) {
   uint32_t *local_global = NULL;
   struct timespec t0, t1;
   struct rusage usage0, usage1;
+  const char *doctor;
   int rc;
   (void)ac;
   (void)av;
@@ -340,6 +348,7 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av) {
   getenv_dup(sp, "SLURM_MPI_TYPE", mpi_type, sizeof mpi_type);
   getenv_dup(sp, "SLURM_HOSTFILE", hostfile, sizeof hostfile);
   getenv_dup(sp, TA_DIGEST_ENV, digest, sizeof digest);
+  getenv_dup(sp, TA_HEALTH_ENV, health, sizeof health);
   hosts = expand_hosts(nodelist);
 
   /* What the user set explicitly, before Slurm or topo-aware touch the task environment. */
@@ -371,6 +380,7 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av) {
   step.mpi_type = mpi_type;
   step.hostfile = hostfile;
   step.digest = digest;
+  step.health = health;
   step.user_env = user_env;
   step.local_global = local_global;
   if (local_global == NULL) step.nlocal = 0;
@@ -384,6 +394,9 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av) {
   free(local_global);
   /* A degradation of this node's tasks only; the node it happened on tells it. */
   if (ta_step_note() != NULL) slurm_spank_log("topo-aware: warning: %s", ta_step_note());
+  /* doctor = "warn": the node's own checks, one line when it is degraded. */
+  doctor = ta_step_doctor(host);
+  if (doctor != NULL) slurm_spank_log("topo-aware: warning: %s", doctor);
   if (rc == TA_OK) {
     resolve_master();
     clock_gettime(CLOCK_MONOTONIC, &t1);

@@ -43,6 +43,42 @@ EOS
   deadline=$((SECONDS + 20))
   while [ $SECONDS -lt $deadline ] && sinfo -h -R -o '%n' | grep -q node3; do sleep 0.5; done
   check "node3 resumed after the test" bash -c "! sinfo -h -R -o '%n' | grep -q node3"
+
+  # Fed to the plan: node3's report says mlx5_2 came up at HDR (200 of 400 Gb/s, a warning: not
+  # drained). srun reads the health directory, names node3, and plans 4 tasks a host off GPU 2
+  # there; with doctor = "warn" each node also checks itself (node3 finds the same) at step start.
+  rm -rf "$health"
+  mkdir -p "$health"
+  for n in 1 2 4; do rm -rf "$LAB/local.node$n/sysfs"; cp -a "$faults/healthy" "$LAB/local.node$n/sysfs"; done
+  rm -rf "$LAB/local.node3/sysfs"
+  cp -a "$faults/rdma-rate-hdr" "$LAB/local.node3/sysfs"
+  "$CLI" doctor --fsroot "$faults/rdma-rate-hdr" --node node3 --health-dir "$health" -q -o /dev/null
+  set_config health_dir="$health" doctor=warn doctor_fsroot="$LAB/local/sysfs"
+  set_plugstack "config=$LAB/etc/topo-aware.toml"
+  lab_srun degraded -N4 --ntasks-per-node=4 -v --topo-aware=tp=4 "$ENVDUMP"
+  check "health_dir: the step runs" test $? -eq 0
+  check "health_dir: srun names the degraded host and NIC" \
+    grep -q 'topo-aware: degraded (health report): node3: mlx5_2 at 200 of 400 Gb/s' \
+      "$OUT/degraded.err"
+  check "doctor = warn: node3, and only node3, warns about its own NIC at step start" \
+    bash -c "test \"\$(grep -c 'topo-aware: warning: node[0-9]* is degraded' '$OUT/degraded.err')\" -eq 1 &&
+             grep -q 'topo-aware: warning: node3 is degraded: rdma.rate mlx5_2' '$OUT/degraded.err'"
+  # node3 is the third host: tasks 8-11.
+  check "health_dir: node3's tasks stay off GPU 2 (behind mlx5_2)" \
+    bash -c "test \"\$(grep -cE '^(8|9|10|11) CUDA_VISIBLE_DEVICES=' '$OUT/degraded.out')\" -eq 4 &&
+             ! grep -qE '^(8|9|10|11) CUDA_VISIBLE_DEVICES=(.*,)?2(,|\$)' '$OUT/degraded.out'"
+  check "health_dir: the plan models below Slurm's order on the degraded cluster" \
+    grep -qE "topo-aware: plan tp=4: .*Slurm's order .*\(-[0-9.]+%\)" "$OUT/degraded.err"
+  "$CLI" map --fabric "$FABRIC" --nodes 'node[1-4]' --node-type "$CAPTURE" --tasks-per-node 4 \
+    --layout tp=4 --health-dir "$health" --job-id "$(job_of degraded)" --of env 2>/dev/null |
+    normalize_env | sed -E 's/ MASTER_ADDR=node([0-9])$/ MASTER_ADDR=10.77.0.1\1/' | sort \
+    >"$OUT/degraded.expected"
+  observed_env degraded >"$OUT/degraded.observed"
+  check "health_dir: every task's environment equals topo-aware map --health-dir" \
+    diff -q "$OUT/degraded.expected" "$OUT/degraded.observed"
+  grep -E "topo-aware: (plan|degraded)" "$OUT/degraded.err" | sed 's/^/e2e:   /'
+  for n in 1 2 3 4; do rm -rf "$LAB/local.node$n/sysfs"; done
+  good_config
 }
 
 health_main

@@ -142,13 +142,9 @@ std::string drain_reason(const topology::HealthReport& report) {
     if (f.severity == topology::Severity::kCritical) critical.push_back(&f);
   }
   if (critical.empty()) return {};
-  const topology::Finding& f = *critical.front();
-  std::string device =
-      f.device +
-      (f.port >= 0 && f.kind != "netdev" ? " port " + std::to_string(f.port) : std::string());
   std::string more =
       critical.size() > 1 ? " (+" + std::to_string(critical.size() - 1) + " more)" : "";
-  std::string text = f.check + " " + device + ": " + f.measured + " (expected " + f.expected + ")";
+  std::string text = topology::finding_line(*critical.front());
   for (char& c : text) {
     if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
   }

@@ -908,4 +908,11 @@ HealthReport diagnose(const NodeTopology& node, const HealthFacts& facts,
   return Doctor(node, facts, options).run();
 }
 
+std::string finding_line(const Finding& f) {
+  const std::string device =
+      f.device +
+      (f.port >= 0 && f.kind != "netdev" ? " port " + std::to_string(f.port) : std::string());
+  return f.check + " " + device + ": " + f.measured + " (expected " + f.expected + ")";
+}
+
 }  // namespace topoaware::topology

@@ -175,6 +175,9 @@ HealthReport diagnose(const NodeTopology& node, const HealthFacts& facts,
 
 // The "topo-aware-health/1" JSON document (indented, stable key order, trailing newline).
 std::string health_report_to_json(const HealthReport& report);
+// One finding in one line, as a drain reason or a warning shows it:
+// "rdma.rate mlx5_6 port 1: 100 Gb/s (1X) (expected 400 Gb/s)".
+std::string finding_line(const Finding& finding);
 // Parses one; `where` names the file in errors (kBadInput).
 HealthReport health_report_from_json(std::string_view text, const std::string& where);
 
