@@ -20,6 +20,12 @@ struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Thrown by a subcommand that has already said why, to end with its own exit status
+// (nccl-check: 77 for "skipped", 1 for "the check failed").
+struct ExitStatus {
+  int code = 1;
+};
+
 // Writes `text` to `path`, or to stdout when path is empty or "-". Throws topology::Error.
 void write_output(const std::string& path, const std::string& text);
 
@@ -31,5 +37,6 @@ void add_nccl_topo(CLI::App& app, Common& common);
 void add_fabric(CLI::App& app, Common& common);
 void add_map(CLI::App& app, Common& common);
 void add_inspect(CLI::App& app, Common& common);
+void add_nccl_check(CLI::App& app, Common& common);
 
 }  // namespace topoaware::cli

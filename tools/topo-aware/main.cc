@@ -41,12 +41,15 @@ int main(int argc, char** argv) {
   cli::add_fabric(app, common);
   cli::add_map(app, common);
   cli::add_inspect(app, common);
+  cli::add_nccl_check(app, common);
 
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : 2;
+  } catch (const cli::ExitStatus& e) {
+    return e.code;
   } catch (const cli::UsageError& e) {
     std::cerr << "topo-aware: " << e.what() << "\n";
     return 2;
