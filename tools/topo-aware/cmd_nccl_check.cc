@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -25,6 +26,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -56,7 +58,8 @@ struct Options {
   std::vector<double> sizes = {1 << 30};  // all-reduce sizes, bytes per GPU
   int iters = 20, warmup = 5;
   int timeout_s = 300;
-  int limit = 40;      // differences listed per comparison
+  int limit = 40;  // differences listed per comparison (text)
+  std::string format = "text";
   std::string worker;  // hidden: probe | dump | allreduce
 };
 
@@ -207,6 +210,7 @@ void worker_allreduce(const Options& o) {
 
 struct Child {
   int status = -1;  // exit status; -1 when killed or not exited
+  int signal = 0;   // the signal that ended it, if one did
   bool timed_out = false;
   std::string out, err;
 };
@@ -267,6 +271,7 @@ Child run_self(const std::vector<std::string>& args,
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   if (!c.timed_out && WIFEXITED(status)) c.status = WEXITSTATUS(status);
+  if (!c.timed_out && WIFSIGNALED(status)) c.signal = WTERMSIG(status);
   c.out = slurp(out);
   c.err = slurp(err);
   return c;
@@ -279,19 +284,23 @@ std::vector<std::string> library_args(const Options& o) {
   return a;
 }
 
-// "key value" lines of a worker into a map.
+// The probe's "key value" lines into a map ("gpu 3" -> its bus id). Other lines (NCCL writes its
+// NCCL_DEBUG output to stdout) are ignored.
 std::map<std::string, std::string> keyed(const std::string& text) {
   std::map<std::string, std::string> m;
   std::istringstream in(text);
   std::string line;
   while (std::getline(in, line)) {
-    auto sp = line.find(' ');
-    if (sp == std::string::npos) continue;
-    std::string key = line.substr(0, sp);
-    if (key == "gpu") {
-      key += " " + line.substr(sp + 1, line.find(' ', sp + 1) - sp - 1);
+    std::istringstream words(line);
+    std::string key, a, b, extra;
+    words >> key >> a;
+    if (key == "gpu" && (words >> b) && !(words >> extra)) {
+      m["gpu " + a] = b;
+    } else if ((key == "devices" || key == "cuda-runtime" || key == "cuda-driver" ||
+                key == "nccl") &&
+               !(words >> extra)) {
+      m[key] = a;
     }
-    m[key] = line.substr(line.rfind(' ') + 1);
   }
   return m;
 }
@@ -304,12 +313,16 @@ struct Timing {
 std::vector<Timing> timings(const std::string& text) {
   std::vector<Timing> out;
   std::istringstream in(text);
-  std::string word;
-  while (in >> word) {
-    if (word != "size") continue;
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream words(line);
+    std::string key, extra;
     Timing t;
     double algbw = 0;
-    if (in >> t.bytes >> t.time_us >> algbw >> t.busbw) out.push_back(t);
+    if ((words >> key) && key == "size" && (words >> t.bytes >> t.time_us >> algbw >> t.busbw) &&
+        !(words >> extra)) {
+      out.push_back(t);
+    }
   }
   return out;
 }
@@ -325,6 +338,10 @@ std::vector<Timing> timings(const std::string& text) {
   const std::string prefix = "topo-aware: nccl-check: ";
   if (last.rfind(prefix, 0) == 0) last = last.substr(prefix.size());
   if (c.status == kSkipped) throw Exit{kSkipped, last.empty() ? "skipped" : last};
+  if (c.signal != 0) {
+    throw Exit{1, what + " was killed by signal " + std::to_string(c.signal) + " (" +
+                      strsignal(c.signal) + ")" + (last.empty() ? "" : ": " + last)};
+  }
   throw Exit{1, what + " failed (exit " + std::to_string(c.status) + ")" +
                     (last.empty() ? "" : ": " + last)};
 }
@@ -358,41 +375,80 @@ class WorkDir {
   bool remove_ = false;
 };
 
-void print_graphs(const fs::path& alone, const fs::path& with_ours) {
+nlohmann::json graph_json(const topology::NcclGraph& g) {
+  return {{"channels", g.nchannels},           {"speed_intra_gbps", g.speed_intra},
+          {"speed_inter_gbps", g.speed_inter}, {"type_intra", g.type_intra},
+          {"type_inter", g.type_inter},        {"crossnic", g.crossnic}};
+}
+
+// NCCL's search, alone and given our file: printed (text) and returned (JSON).
+nlohmann::json report_graphs(const fs::path& alone, const fs::path& with_ours, bool text) {
   auto read = [](const fs::path& p) {
     std::vector<topology::NcclGraph> g;
     if (fs::exists(p)) g = topology::load_nccl_graphs(p.string());
     return g;
   };
   auto a = read(alone), b = read(with_ours);
+  nlohmann::json out = nlohmann::json::array();
   if (a.empty()) {
-    std::printf("NCCL's search (NCCL_GRAPH_DUMP_FILE): not written\n");
-    return;
+    if (text) std::printf("NCCL's search (NCCL_GRAPH_DUMP_FILE): not written\n");
+    return out;
   }
-  std::printf("NCCL's search (per graph: channels x GB/s per channel, intra/inter path class)\n");
-  std::printf("  %-15s %-28s %s\n", "graph", "NCCL alone", "NCCL given our topology file");
+  if (text) {
+    std::printf("NCCL's search (per graph: channels x GB/s per channel, intra/inter path class)\n");
+    std::printf("  %-15s %-28s %s\n", "graph", "NCCL alone", "NCCL given our topology file");
+  }
+  auto fmt = [](const topology::NcclGraph& x) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "%d x %.1f GB/s %s/%s", x.nchannels, x.speed_intra,
+                  x.type_intra.c_str(), x.type_inter.c_str());
+    return std::string(buf);
+  };
   for (const auto& g : a) {
-    auto fmt = [](const topology::NcclGraph& x) {
-      char buf[96];
-      std::snprintf(buf, sizeof buf, "%d x %.1f GB/s %s/%s", x.nchannels, x.speed_intra,
-                    x.type_intra.c_str(), x.type_inter.c_str());
-      return std::string(buf);
-    };
-    std::string other = "-";
+    const topology::NcclGraph* other = nullptr;
     for (const auto& h : b) {
-      if (h.id == g.id) other = fmt(h);
+      if (h.id == g.id) other = &h;
     }
-    std::printf("  %-15s %-28s %s\n", topology::nccl_graph_name(g.id).c_str(), fmt(g).c_str(),
-                other.c_str());
+    out.push_back({{"graph", topology::nccl_graph_name(g.id)},
+                   {"alone", graph_json(g)},
+                   {"with_our_file", other ? graph_json(*other) : nlohmann::json()}});
+    if (text) {
+      std::printf("  %-15s %-28s %s\n", topology::nccl_graph_name(g.id).c_str(), fmt(g).c_str(),
+                  other ? fmt(*other).c_str() : "-");
+    }
   }
+  return out;
 }
 
+// One comparison: printed (text) and appended to `out` (JSON). Returns its mismatches.
 int compare_pass(const topology::NodeTopology& ours, const topology::NodeTopology& nccl,
-                 const std::string& ours_label, const std::string& nccl_label, int limit) {
+                 const std::string& ours_label, const std::string& nccl_label, const Options& o,
+                 nlohmann::json& out) {
+  using Severity = topology::NodeDifference::Severity;
   topology::NodeComparison c = topology::compare_nodes(ours, nccl);
-  std::cout << topology::format_comparison(c, ours_label, nccl_label,
-                                           static_cast<std::size_t>(std::max(0, limit)));
-  return c.count(topology::NodeDifference::Severity::kMismatch);
+  if (o.format == "text") {
+    std::cout << topology::format_comparison(c, ours_label, nccl_label,
+                                             static_cast<std::size_t>(std::max(0, o.limit)));
+  }
+  nlohmann::json diffs = nlohmann::json::array();
+  for (const auto& d : c.differences) {
+    diffs.push_back({{"severity", std::string(topology::to_string(d.severity))},
+                     {"subject", d.subject},
+                     {"attribute", d.attribute},
+                     {"ours", d.ours},
+                     {"nccl", d.nccl}});
+  }
+  out.push_back({{"ours", ours_label},
+                 {"nccl", nccl_label},
+                 {"agree", c.agrees()},
+                 {"gpus_matched", c.gpus_matched},
+                 {"nics_matched", c.nics_matched},
+                 {"paths_compared", c.paths_compared},
+                 {"mismatches", c.count(Severity::kMismatch)},
+                 {"warnings", c.count(Severity::kWarning)},
+                 {"notes", c.count(Severity::kNote)},
+                 {"differences", diffs}});
+  return c.count(Severity::kMismatch);
 }
 
 // The cost model's all-reduce busbw on this node: one host of the node's GPUs.
@@ -415,8 +471,18 @@ int run_check(const Options& o) {
   if (probe.status != 0) fail(probe, "the GPU probe");
   auto facts = keyed(probe.out);
   const int ranks = std::atoi(facts["devices"].c_str());
-  std::printf("GPUs: %d visible to CUDA; CUDA runtime %s, driver %s; NCCL %s\n", ranks,
-              facts["cuda-runtime"].c_str(), facts["cuda-driver"].c_str(), facts["nccl"].c_str());
+  const bool text = o.format == "text";
+  nlohmann::json report = {{"gpus", ranks},
+                           {"cuda_runtime", facts["cuda-runtime"]},
+                           {"cuda_driver", facts["cuda-driver"]},
+                           {"nccl", facts["nccl"]}};
+  nlohmann::json busids = nlohmann::json::array();
+  for (int d = 0; d < ranks; ++d) busids.push_back(facts["gpu " + std::to_string(d)]);
+  report["cuda_devices"] = busids;
+  if (text) {
+    std::printf("GPUs: %d visible to CUDA; CUDA runtime %s, driver %s; NCCL %s\n", ranks,
+                facts["cuda-runtime"].c_str(), facts["cuda-driver"].c_str(), facts["nccl"].c_str());
+  }
 
   // 2. Our model, and the NCCL_TOPO_FILE we would write from it.
   topology::NodeTopology ours = load_node(o.input, o.fsroot);
@@ -453,15 +519,17 @@ int run_check(const Options& o) {
   // 4. The comparisons.
   topology::NodeTopology nccl_view = topology::load_nccl_xml(view.string());
   int mismatches = 0;
-  mismatches +=
-      compare_pass(ours, nccl_view, "our node model (" + ours.source + ")", "NCCL's view", o.limit);
+  nlohmann::json comparisons = nlohmann::json::array();
+  mismatches += compare_pass(ours, nccl_view, "our node model (" + ours.source + ")", "NCCL's view",
+                             o, comparisons);
   mismatches += compare_pass(topology::load_nccl_xml(ours_xml.string()), nccl_view,
-                             "our NCCL_TOPO_FILE", "NCCL's view", o.limit);
+                             "our NCCL_TOPO_FILE", "NCCL's view", o, comparisons);
   if (fs::exists(view_ours)) {
     mismatches += compare_pass(topology::load_nccl_xml(view_ours.string()), nccl_view,
-                               "NCCL given our file", "NCCL alone", o.limit);
+                               "NCCL given our file", "NCCL alone", o, comparisons);
   }
-  print_graphs(graph, graph_ours);
+  report["comparisons"] = comparisons;
+  report["graphs"] = report_graphs(graph, graph_ours, text);
 
   // 5. Optionally, all-reduce bandwidth: measured (NCCL alone, NCCL given our file) vs modeled.
   if (o.allreduce) {
@@ -485,23 +553,40 @@ int run_check(const Options& o) {
                         "allreduce-with-ours", o.timeout_s);
     if (m2.status != 0) fail(m2, "the all-reduce with our NCCL_TOPO_FILE");
     std::vector<Timing> alone_t = timings(m1.out), ours_t = timings(m2.out);
-    std::printf(
-        "all_reduce on %d GPUs, float sum, out of place; busbw = algbw x 2(n-1)/n as nccl-tests:\n"
-        "  %14s %12s %12s %16s %12s %8s\n",
-        ranks, "bytes", "time us", "busbw GB/s", "with our file", "modeled", "model/m");
+    if (text) {
+      std::printf(
+          "all_reduce on %d GPUs, float sum, out of place; busbw = algbw x 2(n-1)/n as "
+          "nccl-tests:\n  %14s %12s %12s %16s %12s %8s\n",
+          ranks, "bytes", "time us", "busbw GB/s", "with our file", "modeled", "model/m");
+    }
     std::string bottleneck;
+    nlohmann::json rows = nlohmann::json::array();
     for (std::size_t i = 0; i < alone_t.size(); ++i) {
       const Timing& t = alone_t[i];
       const double with_ours = i < ours_t.size() ? ours_t[i].busbw : 0;
       ModeledBusbw model = modeled_allreduce(ours, ranks, t.bytes);
       bottleneck = model.bottleneck;
-      std::printf("  %14.0f %12.1f %12.1f %16.1f %12.1f %8.2f\n", t.bytes, t.time_us, t.busbw,
-                  with_ours, model.gbps, t.busbw > 0 ? model.gbps / t.busbw : 0.0);
+      const double ratio = t.busbw > 0 ? model.gbps / t.busbw : 0.0;
+      rows.push_back({{"bytes", t.bytes},
+                      {"time_us", t.time_us},
+                      {"busbw_gbps", t.busbw},
+                      {"busbw_with_our_file_gbps", with_ours},
+                      {"modeled_busbw_gbps", model.gbps},
+                      {"model_over_measured", ratio}});
+      if (text) {
+        std::printf("  %14.0f %12.1f %12.1f %16.1f %12.1f %8.2f\n", t.bytes, t.time_us, t.busbw,
+                    with_ours, model.gbps, ratio);
+      }
     }
-    std::printf("  modeled: the cost model's ring on one host of these GPUs; bottleneck %s\n",
-                bottleneck.c_str());
+    report["allreduce"] = {{"ranks", ranks}, {"rows", rows}, {"model_bottleneck", bottleneck}};
+    if (text) {
+      std::printf("  modeled: the cost model's ring on one host of these GPUs; bottleneck %s\n",
+                  bottleneck.c_str());
+    }
   }
-  if (!o.keep.empty()) std::printf("dumps kept in %s\n", dir.path().c_str());
+  report["dumps"] = o.keep.empty() ? nlohmann::json() : nlohmann::json(dir.path().string());
+  if (text && !o.keep.empty()) std::printf("dumps kept in %s\n", dir.path().c_str());
+  if (!text) std::printf("%s\n", report.dump(2).c_str());
   if (mismatches > 0) {
     throw Exit{
         1, "NCCL's view differs from ours (" + std::to_string(mismatches) + " mismatches above)"};
@@ -538,7 +623,9 @@ void add_nccl_check(CLI::App& app, Common&) {
   sub->add_option("--nccl", o->nccl, "Path of libnccl to load")->type_name("LIB");
   sub->add_option("--timeout", o->timeout_s, "Seconds each NCCL run may take (default 300)")
       ->check(CLI::Range(1, 86400));
-  sub->add_option("--limit", o->limit, "Differences listed per comparison (0: all)")
+  sub->add_option("--of", o->format, "Output: text (default) or json (every difference)")
+      ->check(CLI::IsMember({"text", "json"}));
+  sub->add_option("--limit", o->limit, "Differences listed per comparison in text (0: all)")
       ->check(CLI::Range(0, 1000000));
   sub->add_option("--worker", o->worker)
       ->group("")

@@ -6,11 +6,12 @@
  * FAKE_NCCL_TOPO_SOURCE / FAKE_NCCL_GRAPH_SOURCE: files ncclCommInitAll copies to
  *   $NCCL_TOPO_DUMP_FILE / $NCCL_GRAPH_DUMP_FILE, as real NCCL writes its dumps while it
  *   initialises (a real NCCL dump from the fixtures stands for NCCL's view).
- * FAKE_NCCL_FAIL: ncclCommInitAll fails with ncclSystemError.
+ * FAKE_NCCL_FAIL: ncclCommInitAll fails with ncclSystemError; FAKE_NCCL_CRASH: it dies of SIGTERM.
  * Device memory is host memory; collectives do nothing. The signatures are the C ABI of
  * cuda_runtime_api.h and nccl.h, as tools/topo-aware/nccl_runtime.h declares them. */
 #include <stddef.h>
 #include <stdio.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -86,6 +87,7 @@ static int copy_file(const char* from_env, const char* to_env) {
 
 ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
   (void)devlist;
+  if (getenv("FAKE_NCCL_CRASH")) raise(SIGTERM); /* no core file left behind */
   if (getenv("FAKE_NCCL_FAIL")) return 2; /* ncclSystemError */
   if (copy_file("FAKE_NCCL_TOPO_SOURCE", "NCCL_TOPO_DUMP_FILE") != 0) return 2;
   if (copy_file("FAKE_NCCL_GRAPH_SOURCE", "NCCL_GRAPH_DUMP_FILE") != 0) return 2;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "cli/cli_support.h"
@@ -110,6 +111,30 @@ TEST(NcclCheckCli, AllreducePrintsMeasuredAndModeledBusBandwidth) {
   }
 }
 
+TEST(NcclCheckCli, JsonCarriesEveryDifferenceAndTheSweep) {
+  CliRun r =
+      cli("nccl-check -i nccl-topo/dgx-h100-topo.xml --of json --allreduce --bytes 1048576 "
+          "--iters 1 --warmup 0" +
+              kLibs,
+          "env " + fake_env(8, kDump, "nccl-topo/azure-ncv4-a100-4gpu-graph.xml"));
+  EXPECT_EQ(r.rc, 1) << r.out << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["gpus"], 8);
+  EXPECT_EQ(j["nccl"], "2.28.3");
+  EXPECT_EQ(j["cuda_devices"][0], "0000:10:00.0");
+  ASSERT_EQ(j["comparisons"].size(), 3u);
+  EXPECT_FALSE(j["comparisons"][0]["agree"]);
+  EXPECT_EQ(j["comparisons"][0]["mismatches"], 12);
+  EXPECT_EQ(j["comparisons"][0]["differences"].size(), 27u) << "all of them, not --limit's";
+  EXPECT_TRUE(j["comparisons"][2]["agree"]);
+  EXPECT_EQ(j["graphs"][0]["graph"], "ring");
+  EXPECT_EQ(j["graphs"][0]["alone"]["channels"], 2);
+  ASSERT_EQ(j["allreduce"]["rows"].size(), 1u);
+  EXPECT_EQ(j["allreduce"]["rows"][0]["bytes"], 1048576);
+  EXPECT_GT(j["allreduce"]["rows"][0]["modeled_busbw_gbps"].get<double>(), 0);
+  EXPECT_TRUE(j["dumps"].is_null());
+}
+
 TEST(NcclCheckCli, NcclFailingToInitialiseIsAFailureWithNcclsWords) {
   CliRun r = cli(std::string("nccl-check -i ") + kDump + kLibs,
                  "env FAKE_NCCL_FAIL=1 " + fake_env(8, kDump));
@@ -118,6 +143,13 @@ TEST(NcclCheckCli, NcclFailingToInitialiseIsAFailureWithNcclsWords) {
                        "error (fake) (2)"),
             std::string::npos)
       << r.err;
+}
+
+TEST(NcclCheckCli, ACrashingNcclIsAFailureNamingTheSignal) {
+  CliRun r = cli(std::string("nccl-check -i ") + kDump + kLibs,
+                 "env FAKE_NCCL_CRASH=1 " + fake_env(8, kDump));
+  EXPECT_EQ(r.rc, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("NCCL initialisation was killed by signal 15"), std::string::npos) << r.err;
 }
 
 TEST(NcclCheckCli, KeepLeavesTheDumpsAndOurFile) {
