@@ -8,9 +8,9 @@
 // topology capture where one exists, else mapper::make_node), places ranks the way nccl-tests
 // does (Slurm's block order: ranks 0..7 on the first node, ...), runs the current cost model
 // (mapper::evaluate, through tools/topo-aware/busbw_model.h, which nccl-check shares) for one
-// collective over those ranks, and converts the modeled time to bus
-// bandwidth as nccl-tests does (doc/PERFORMANCE.md there): busbw = algbw x 2(n-1)/n for
-// all_reduce, x (n-1)/n for all_gather and alltoall, x 1 for sendrecv, algbw = size / time.
+// collective over those ranks, and converts the modeled time to bus bandwidth as nccl-tests does
+// (doc/PERFORMANCE.md there): busbw = algbw x 2(n-1)/n for all_reduce, x (n-1)/n for all_gather
+// and alltoall, x 1 for sendrecv, algbw = size / time.
 //
 // The model is used only through its public API (make_instance, evaluate, the synthetic fabric
 // and node builders), so the "model" column follows whatever the cost model is when this runs.
