@@ -9,9 +9,9 @@
  * FAKE_NCCL_FAIL: ncclCommInitAll fails with ncclSystemError; FAKE_NCCL_CRASH: it dies of SIGTERM.
  * Device memory is host memory; collectives do nothing. The signatures are the C ABI of
  * cuda_runtime_api.h and nccl.h, as tools/topo-aware/nccl_runtime.h declares them. */
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -88,7 +88,7 @@ static int copy_file(const char* from_env, const char* to_env) {
 ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
   (void)devlist;
   if (getenv("FAKE_NCCL_CRASH")) raise(SIGTERM); /* no core file left behind */
-  if (getenv("FAKE_NCCL_FAIL")) return 2; /* ncclSystemError */
+  if (getenv("FAKE_NCCL_FAIL")) return 2;        /* ncclSystemError */
   if (copy_file("FAKE_NCCL_TOPO_SOURCE", "NCCL_TOPO_DUMP_FILE") != 0) return 2;
   if (copy_file("FAKE_NCCL_GRAPH_SOURCE", "NCCL_GRAPH_DUMP_FILE") != 0) return 2;
   for (int i = 0; i < ndev; ++i) comms[i] = &stream_tokens;
