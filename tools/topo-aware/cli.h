@@ -20,8 +20,9 @@ struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Thrown by a subcommand whose outcome is an exit code other than 0 that is not an error (doctor:
-// 3 for a degraded node); main() returns `code` without a message.
+// Thrown by a subcommand whose outcome is an exit code other than 0 it has already explained
+// (doctor: 3 for a degraded node; nccl-check: 77 skipped, 1 the views differ); main() returns
+// `code` without a message.
 struct Exit {
   int code = 0;
 };
@@ -38,5 +39,6 @@ void add_fabric(CLI::App& app, Common& common);
 void add_map(CLI::App& app, Common& common);
 void add_inspect(CLI::App& app, Common& common);
 void add_doctor(CLI::App& app, Common& common);
+void add_nccl_check(CLI::App& app, Common& common);
 
 }  // namespace topoaware::cli

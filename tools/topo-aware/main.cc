@@ -42,6 +42,7 @@ int main(int argc, char** argv) {
   cli::add_map(app, common);
   cli::add_inspect(app, common);
   cli::add_doctor(app, common);
+  cli::add_nccl_check(app, common);
 
   try {
     app.parse(argc, argv);
