@@ -3,7 +3,7 @@
 # Usage: scripts/deps.sh [build|test|lab]   (test and lab include build)
 set -euo pipefail
 want=(cmake ninja-build g++ pkg-config libhwloc-dev hwloc libtomlplusplus-dev libcli11-dev
-      nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev libibverbs-dev)
+      nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev libibverbs-dev zlib1g-dev)
 case "${1:-build}" in
   build) ;;
   test|lab) want+=(libslurm-dev slurmctld slurmd slurm-client munge iproute2 util-linux

@@ -18,6 +18,7 @@
 
 #include "node_build.h"
 #include "topoaware/topology/error.h"
+#include "topoaware/topology/input_format.h"
 #include "topoaware/topology/paths.h"
 #include "topoaware/topology/sources.h"
 
@@ -588,32 +589,6 @@ void precheck(std::string_view xml, const std::string& name) {
   }
 }
 
-std::string read_file(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) {
-    int e = errno;
-    if (e == ENOENT) throw Error(ErrorCode::kNotFound, path, "no such file");
-    throw Error(ErrorCode::kSystem, path, std::strerror(e));
-  }
-  if (S_ISDIR(st.st_mode)) {
-    throw Error(ErrorCode::kBadInput, path, "is a directory, not an hwloc XML file");
-  }
-  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
-  if (!f) throw Error(ErrorCode::kSystem, path, std::strerror(errno));
-  std::string data;
-  char buf[65536];
-  std::size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f.get())) > 0) {
-    if (data.size() + n > kMaxXmlBytes) {
-      throw Error(ErrorCode::kLimit, path,
-                  "larger than " + std::to_string(kMaxXmlBytes >> 20) + " MiB");
-    }
-    data.append(buf, n);
-  }
-  if (std::ferror(f.get())) throw Error(ErrorCode::kSystem, path, "read error");
-  return data;
-}
-
 }  // namespace
 
 NodeTopology node_from_hwloc(hwloc_topology_t topology, std::string source) {
@@ -641,6 +616,10 @@ NodeTopology load_hwloc_xml_buffer(std::string_view xml, const std::string& name
     throw Error(ErrorCode::kLimit, name,
                 "larger than " + std::to_string(kMaxXmlBytes >> 20) + " MiB");
   }
+  // An XML declaration must open the document for libxml2; a skipped prompt line (input_format.h)
+  // leaves an empty line in front of it.
+  std::size_t start = xml.find_first_not_of(" \t\r\n");
+  if (start != std::string_view::npos) xml.remove_prefix(start);
   precheck(xml, name);
   TopologyPtr topo = new_topology(HWLOC_TOPOLOGY_FLAG_IMPORT_SUPPORT, name);
   // hwloc wants the terminating NUL inside the buffer it is given.
@@ -658,7 +637,10 @@ NodeTopology load_hwloc_xml_buffer(std::string_view xml, const std::string& name
 }
 
 NodeTopology load_hwloc_xml(const std::string& path) {
-  return load_hwloc_xml_buffer(read_file(path), path);
+  InputText in = read_input(path, kMaxXmlBytes);
+  NodeTopology node = load_hwloc_xml_buffer(in.text, path);
+  node.notes.insert(node.notes.begin(), in.notes.begin(), in.notes.end());
+  return node;
 }
 
 }  // namespace topoaware::topology
