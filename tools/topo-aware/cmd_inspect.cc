@@ -22,6 +22,7 @@ namespace {
 struct InspectOptions {
   std::string plan;
   std::string compare = "block";
+  std::string fabric_format;  // --format: overrides the one the plan records
   std::string svg;
   std::string format = "text";
   std::string output;
@@ -300,6 +301,8 @@ void add_inspect(CLI::App& app, Common& common) {
   sub->add_option("--compare", o->compare,
                   "Order to compare with: block (default), cyclic, "
                   "random or topo");
+  add_input_format_option(*sub, o->fabric_format, topology::InputKind::kFabric,
+                          "the plan's fabric file (default: as the plan records it)");
   sub->add_option("--svg", o->svg, "Write an SVG picture of the fabric with the plan's traffic");
   sub->add_option("--of", o->format, "Output: text (default) or json");
   sub->add_option("-o,--output", o->output, "Write to this file instead of stdout");
@@ -314,7 +317,9 @@ void add_inspect(CLI::App& app, Common& common) {
       throw topology::Error(topology::ErrorCode::kBadInput, o->plan,
                             "not a plan from `topo-aware map --of json` (no inputs/ranks)");
     }
-    Loaded l = load_inputs(inputs_from_json(j["inputs"], o->plan));
+    MapInputs in = inputs_from_json(j["inputs"], o->plan);
+    if (!o->fabric_format.empty()) in.fabric_format = o->fabric_format;
+    Loaded l = load_inputs(in);
     if (j["ranks"].size() !=
         static_cast<std::size_t>(
             std::accumulate(l.request.tasks_per_host.begin(), l.request.tasks_per_host.end(), 0))) {

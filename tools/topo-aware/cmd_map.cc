@@ -184,9 +184,12 @@ void add_map(CLI::App& app, Common& common) {
       "map",
       "Plan which GPU, NIC and CPUs each task of a step gets, and its cost against Slurm's "
       "block order");
-  sub->add_option("--fabric", o->in.fabric,
-                  "Fabric file (ibnetdiscover dump, topology.conf, TOML or JSON)")
-      ->required();
+  auto* fabric = sub->add_option("--fabric", o->in.fabric,
+                                 "Fabric file (ibnetdiscover dump, topology.conf, TOML or JSON)")
+                     ->required();
+  add_input_format_option(*sub, o->in.fabric_format, topology::InputKind::kFabric,
+                          "the --fabric file")
+      ->needs(fabric);
   sub->add_option("--guid-map", o->in.guid_map, "GUID-to-hostname map for ibnetdiscover dumps");
   sub->add_option("--nodes", o->in.nodes, "The step's hosts, Slurm hostlist (node[01-16])")
       ->required();

@@ -16,6 +16,7 @@ namespace topoaware::cli {
 
 struct MapInputs {
   std::string fabric;      // path
+  std::string fabric_format;  // --format: "auto"/empty (detect) or a fabric format's name
   std::string guid_map;    // path or empty
   std::string nodes;       // hostlist
   int gpus_per_node = 0;   // 0: from the node type
