@@ -201,9 +201,19 @@ class Loader {
     v.busid = busid;
     v.numa = node_.graph.vertex(parent).numa;
     v.parent = parent;
+    // NCCL's own dumps write link_speed="" and link_width="" where sysfs had nothing (VMs);
+    // NCCL then uses the empty value rather than sysfs, so it is kept as written.
+    for (const char* key : {"class", "vendor", "device", "subsystem_vendor", "subsystem_device",
+                            "link_speed", "link_width"}) {
+      const std::string* value = e.attr(key);
+      if (value != nullptr && value->empty()) v.pci.empty_attrs.emplace_back(key);
+    }
     v.pci.pci_class = lower(text(e, "class"));
     v.pci.link_speed = text(e, "link_speed");
-    v.pci.link_width = static_cast<int>(integer(e, "link_width", -1));
+    const std::string* width_attr = e.attr("link_width");
+    v.pci.link_width = width_attr != nullptr && width_attr->empty()
+                           ? -1
+                           : static_cast<int>(integer(e, "link_width", -1));
     v.pci.vendor = lower(text(e, "vendor"));
     v.pci.device = lower(text(e, "device"));
     v.pci.subsystem_vendor = lower(text(e, "subsystem_vendor"));
