@@ -31,12 +31,14 @@ const char* kP5 = "nccl-topo/aws-p5.48xlarge-h100-8gpu-32efa-full-topo.xml";
 TEST(DiscoverCli, HelpOnEachSubcommand) {
   CliRun d = cli("discover --help");
   EXPECT_EQ(d.rc, 0);
-  for (const char* s : {"-i,--input", "--fsroot", "--of", "-o,--output", "Exit codes"}) {
+  for (const char* s :
+       {"-i,--input", "--format", "hwloc-xml", "--fsroot", "--of", "-o,--output", "Exit codes"}) {
     EXPECT_NE(d.out.find(s), std::string::npos) << s << "\n" << d.out;
   }
   CliRun n = cli("nccl-topo --help");
   EXPECT_EQ(n.rc, 0);
-  for (const char* s : {"-i,--input", "-o,--output", "256"}) {
+  for (const char* s :
+       {"-i,--input", "--format", "-o,--output", "255", "GPUs, NICs and NVSwitches"}) {
     EXPECT_NE(n.out.find(s), std::string::npos) << s << "\n" << n.out;
   }
 }

@@ -28,8 +28,8 @@ const char* kPsmnMap = "ibnetdiscover/psmn-x5-guid-to-hostname.map";
 TEST(FabricCli, HelpNamesEveryOption) {
   CliRun r = cli("fabric --help");
   EXPECT_EQ(r.rc, 0);
-  for (const char* s :
-       {"-i,--input", "--map", "--of", "slurm-tree", "slurm-block", "dot", "json", "-o,--output"}) {
+  for (const char* s : {"-i,--input", "--format", "slurm-topology", "--map", "--of", "slurm-tree",
+                        "slurm-block", "dot", "json", "-o,--output"}) {
     EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
   }
 }
