@@ -138,29 +138,22 @@ void FabricBuilder::connect_switches(VertexId a, VertexId b, double gbps, const 
   fabric_.graph.add_link(std::move(l));
 }
 
-}  // namespace detail
-
-Fabric load_fabric(const std::string& path, const std::string& guid_map, InputFormat format) {
-  if (!format_of_kind(format, InputKind::kFabric)) {
-    throw Error(ErrorCode::kBadInput, path,
-                std::string(to_string(format)) + " is a node capture format, not a fabric's (" +
-                    format_names(InputKind::kFabric) + ")");
-  }
-  InputText in = read_input(path, detail::kMaxFabricFileBytes);
+Fabric load_fabric_input(InputText in, const std::string& path, const std::string& guid_map,
+                         InputFormat format) {
   if (format == InputFormat::kAuto) format = detect_format(in.text, InputKind::kFabric, path);
   Fabric f;
   switch (format) {
     case InputFormat::kIbnetdiscover:
-      f = detail::parse_ibnetdiscover(path, in.text, guid_map);
+      f = parse_ibnetdiscover(path, in.text, guid_map);
       break;
     case InputFormat::kSlurmTopology:
-      f = detail::parse_slurm_topology(path, in.text);
+      f = parse_slurm_topology(path, in.text);
       break;
     case InputFormat::kFabricToml:
-      f = detail::parse_fabric_toml(path, in.text);
+      f = parse_fabric_toml(path, in.text);
       break;
     case InputFormat::kFabricJson:
-      f = detail::parse_fabric_json(path, in.text);
+      f = parse_fabric_json(path, in.text);
       break;
     default:
       throw Error(ErrorCode::kBadInput, path, "no fabric reader for this format");
@@ -172,6 +165,29 @@ Fabric load_fabric(const std::string& path, const std::string& guid_map, InputFo
   }
   analyze(f);
   return f;
+}
+
+}  // namespace detail
+
+Fabric load_fabric(const std::string& path, const std::string& guid_map, InputFormat format) {
+  if (!format_of_kind(format, InputKind::kFabric)) {
+    throw Error(ErrorCode::kBadInput, path,
+                std::string(to_string(format)) + " is a node capture format, not a fabric's (" +
+                    format_names(InputKind::kFabric) + ")");
+  }
+  InputText in = read_input(path, detail::kMaxFabricFileBytes);
+  return detail::load_fabric_input(std::move(in), path, guid_map, format);
+}
+
+Fabric load_fabric_text(std::string text, const std::string& name, InputFormat format) {
+  if (!format_of_kind(format, InputKind::kFabric)) {
+    throw Error(ErrorCode::kBadInput, name,
+                std::string(to_string(format)) + " is a node capture format, not a fabric's");
+  }
+  if (text.size() > detail::kMaxFabricFileBytes) {
+    throw Error(ErrorCode::kLimit, name, "larger than a fabric description this tool will read");
+  }
+  return detail::load_fabric_input(clean_input(std::move(text), name), name, {}, format);
 }
 
 }  // namespace topoaware::topology

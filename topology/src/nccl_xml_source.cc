@@ -530,13 +530,14 @@ NodeTopology load_nccl_xml(const std::string& path) {
   return node;
 }
 
-NodeTopology load_node_file(const std::string& path, InputFormat format) {
+namespace {
+
+NodeTopology load_node_input(InputText in, const std::string& path, InputFormat format) {
   if (!format_of_kind(format, InputKind::kNode)) {
     throw Error(ErrorCode::kBadInput, path,
                 std::string(to_string(format)) + " is a fabric format, not a node capture's (" +
                     format_names(InputKind::kNode) + ")");
   }
-  InputText in = read_input(path, kMaxNodeFileBytes);
   if (format == InputFormat::kAuto) format = detect_format(in.text, InputKind::kNode, path);
   NodeTopology node;
   if (format == InputFormat::kHwlocXml) {
@@ -547,6 +548,20 @@ NodeTopology load_node_file(const std::string& path, InputFormat format) {
   }
   node.notes.insert(node.notes.begin(), in.notes.begin(), in.notes.end());
   return node;
+}
+
+}  // namespace
+
+NodeTopology load_node_file(const std::string& path, InputFormat format) {
+  if (!format_of_kind(format, InputKind::kNode)) return load_node_input({}, path, format);
+  return load_node_input(read_input(path, kMaxNodeFileBytes), path, format);
+}
+
+NodeTopology load_node_text(std::string text, const std::string& name, InputFormat format) {
+  if (text.size() > kMaxNodeFileBytes) {
+    throw Error(ErrorCode::kLimit, name, "larger than a node capture this tool will read");
+  }
+  return load_node_input(clean_input(std::move(text), name), name, format);
 }
 
 }  // namespace topoaware::topology

@@ -16,6 +16,10 @@ namespace topoaware::topology {
 // is an Error). Prompt lines skipped while reading are in Fabric::notes.
 Fabric load_fabric(const std::string& path, const std::string& guid_map = {},
                    InputFormat format = InputFormat::kAuto);
+// The same for a description held in memory (cleaned like a file); `name` stands for the path
+// in errors and notes. No GUID map.
+Fabric load_fabric_text(std::string text, const std::string& name,
+                        InputFormat format = InputFormat::kAuto);
 
 std::string to_slurm_tree(const Fabric& fabric);
 std::string to_slurm_block(const Fabric& fabric);

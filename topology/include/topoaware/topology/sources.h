@@ -23,6 +23,9 @@ NodeTopology load_nccl_xml(const std::string& path);
 // Detects hwloc XML vs NCCL XML from the content (or takes `format`: kHwlocXml, kNcclXml; a
 // fabric format is an Error) and loads it. Prompt lines skipped while reading are in notes.
 NodeTopology load_node_file(const std::string& path, InputFormat format = InputFormat::kAuto);
+// The same for a capture held in memory (cleaned like a file); `name` stands for the path.
+NodeTopology load_node_text(std::string text, const std::string& name,
+                            InputFormat format = InputFormat::kAuto);
 
 // With a fake fsroot (not "/"), the tree always comes from sysfs and a null nvml/verbs means
 // "none": a fake tree is never mixed with this machine's devices (see docs/live-discovery.md).
