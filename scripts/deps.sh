@@ -7,7 +7,7 @@ want=(cmake ninja-build g++ pkg-config libhwloc-dev hwloc libtomlplusplus-dev li
 case "${1:-build}" in
   build) ;;
   test|lab) want+=(libslurm-dev slurmctld slurmd slurm-client munge iproute2 util-linux
-                   hyperfine graphviz libscotch-dev) ;;
+                   hyperfine graphviz libscotch-dev clang-14 libclang-rt-14-dev) ;;
   *) echo "topo-aware: deps.sh: unknown set '$1' (build|test|lab)" >&2; exit 2 ;;
 esac
 missing=()
