@@ -548,6 +548,44 @@ std::string_view root_start_tag(std::string_view xml) {
   return {};
 }
 
+// Whether a start tag has attribute `name` (preceded by whitespace, followed by '=').
+bool has_attribute(std::string_view tag, std::string_view name) {
+  for (std::size_t at = tag.find(name); at != std::string_view::npos; at = tag.find(name, at + 1)) {
+    if (at > 0 && std::strchr(" \t\r\n", tag[at - 1]) != nullptr && tag[at - 1] != '\0' &&
+        at + name.size() < tag.size() && tag[at + name.size()] == '=') {
+      return true;
+    }
+  }
+  return false;
+}
+
+// hwloc 2.9's XML import dereferences an object's complete cpuset/nodeset without checking that
+// the file gave one (a NULL bitmap: SEGV in hwloc_bitmap_compare_first while the topology is
+// loaded; found by fuzzing, tests/fuzz/regressions/hwloc_xml). Every export writes them in pairs,
+// so a set without its complete set is an edited or damaged file: refused before hwloc sees it.
+void check_object_sets(std::string_view xml, const std::string& name) {
+  long line = 1;
+  std::size_t counted = 0;
+  for (std::size_t at = xml.find("<object"); at != std::string_view::npos;
+       at = xml.find("<object", at + 1)) {
+    line += std::count(xml.begin() + static_cast<long>(counted),
+                       xml.begin() + static_cast<long>(at), '\n');
+    counted = at;
+    std::size_t end = xml.find('>', at);
+    std::string_view tag = xml.substr(at, end == std::string_view::npos ? end : end - at);
+    for (auto [set, complete] :
+         {std::pair<std::string_view, std::string_view>{"cpuset", "complete_cpuset"},
+          {"nodeset", "complete_nodeset"}}) {
+      if (has_attribute(tag, set) && !has_attribute(tag, complete)) {
+        throw Error(ErrorCode::kBadInput, where(name, line),
+                    "<object> has " + std::string(set) + " but no " + std::string(complete) +
+                        ": not an hwloc export as lstopo writes it (edited or damaged), and "
+                        "hwloc cannot import it");
+      }
+    }
+  }
+}
+
 // Checks what hwloc would otherwise reject without a reason: emptiness, binary data, the root
 // element, and the format version (absent in format 1, "2.x" in format 2).
 void precheck(std::string_view xml, const std::string& name) {
@@ -570,6 +608,7 @@ void precheck(std::string_view xml, const std::string& name) {
     throw Error(ErrorCode::kBadInput, name,
                 "root element <" + std::string(root) + ">, expected hwloc's <topology>");
   }
+  check_object_sets(xml, name);
   std::size_t v = tag.find("version=");
   if (v == std::string_view::npos) return;  // format 1 has no version attribute
   std::string_view value = tag.substr(v + 8);

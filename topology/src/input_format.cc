@@ -105,6 +105,12 @@ constexpr std::array<std::string_view, 9> kCommands = {
 // echo of one of the programs above. Only forms no input format can start with are taken.
 bool is_prompt_line(std::string_view raw) {
   if (raw.size() > kMaxPromptLine) return false;
+  // A prompt is text a terminal showed: no control bytes but tab and colour escapes. (A "sudo"
+  // followed by binary junk was taken for one; found by fuzzing.)
+  for (char c : raw) {
+    auto u = static_cast<unsigned char>(c);
+    if ((u < 0x20 && c != '\t' && c != '\x1b' && c != '\r') || u == 0x7f) return false;
+  }
   std::string owned = strip_ansi(raw);
   std::string_view line = trim(owned);
   if (line.empty()) return false;
@@ -162,8 +168,11 @@ bool is_prompt_line(std::string_view raw) {
 
 std::string shown(std::string_view line) {
   std::string s = strip_ansi(trim(line));
+  // Notes end up in JSON: anything but printable ASCII is shown as '?'.
   for (char& c : s) {
-    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) == 0x7f) c = ' ';
+    auto u = static_cast<unsigned char>(c);
+    if (u < 0x20) c = ' ';
+    if (u >= 0x7f) c = '?';
   }
   if (s.size() > 120) s = s.substr(0, 117) + "...";
   return s;
