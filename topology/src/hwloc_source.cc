@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -11,6 +12,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <unordered_map>
 #include <utility>
@@ -559,6 +561,47 @@ bool has_attribute(std::string_view tag, std::string_view name) {
   return false;
 }
 
+// The value of attribute `name` in a start tag, when it has one.
+std::optional<std::string_view> attribute_value(std::string_view tag, std::string_view name) {
+  for (std::size_t at = tag.find(name); at != std::string_view::npos; at = tag.find(name, at + 1)) {
+    std::size_t q = at + name.size() + 1;
+    if (at == 0 || std::strchr(" \t\r\n", tag[at - 1]) == nullptr || tag[at - 1] == '\0' ||
+        q >= tag.size() || tag[q - 1] != '=' || (tag[q] != '"' && tag[q] != '\'')) {
+      continue;
+    }
+    std::size_t close = tag.find(tag[q], q + 1);
+    if (close == std::string_view::npos) return std::nullopt;
+    return tag.substr(q + 1, close - q - 1);
+  }
+  return std::nullopt;
+}
+
+// A bitmap as hwloc writes it: comma-separated 32-bit words "0x0000ffff" (empty words between
+// commas are zero words), the first one present, "0xf...f" for an infinite set. hwloc 2.9's
+// parser asserts (aborting the process) on other forms such as ",x00000002"; found by fuzzing.
+bool is_hwloc_bitmap(std::string_view v) {
+  if (v.substr(0, 7) == "0xf...f") {
+    v.remove_prefix(7);
+    if (v.empty()) return true;
+    if (v[0] != ',') return false;
+    v.remove_prefix(1);
+  }
+  bool first = true;
+  for (;;) {
+    std::size_t comma = v.find(',');
+    std::string_view word = v.substr(0, comma);
+    if (!(word.empty() && !first)) {
+      if (word.size() < 3 || word.size() > 10 || word[0] != '0' || word[1] != 'x') return false;
+      for (char c : word.substr(2)) {
+        if (std::isxdigit(static_cast<unsigned char>(c)) == 0) return false;
+      }
+    }
+    first = false;
+    if (comma == std::string_view::npos) return true;
+    v.remove_prefix(comma + 1);
+  }
+}
+
 // hwloc 2.9's XML import dereferences an object's complete cpuset/nodeset without checking that
 // the file gave one (a NULL bitmap: SEGV in hwloc_bitmap_compare_first while the topology is
 // loaded; found by fuzzing, tests/fuzz/regressions/hwloc_xml). Every export writes them in pairs,
@@ -573,6 +616,15 @@ void check_object_sets(std::string_view xml, const std::string& name) {
     counted = at;
     std::size_t end = xml.find('>', at);
     std::string_view tag = xml.substr(at, end == std::string_view::npos ? end : end - at);
+    for (std::string_view set : {"cpuset", "complete_cpuset", "allowed_cpuset", "online_cpuset",
+                                 "nodeset", "complete_nodeset", "allowed_nodeset"}) {
+      std::optional<std::string_view> value = attribute_value(tag, set);
+      if (value && !is_hwloc_bitmap(*value)) {
+        throw Error(ErrorCode::kBadInput, where(name, line),
+                    "<object> " + std::string(set) + "=\"" + std::string(value->substr(0, 64)) +
+                        "\" is not an hwloc bitmap (0x-prefixed 32-bit words, comma-separated)");
+      }
+    }
     for (auto [set, complete] :
          {std::pair<std::string_view, std::string_view>{"cpuset", "complete_cpuset"},
           {"nodeset", "complete_nodeset"}}) {
