@@ -12,4 +12,11 @@ if(TOPOAWARE_SANITIZE)
     -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
   target_link_options(topoaware_flags INTERFACE -fsanitize=address,undefined)
 endif()
+if(TOPOAWARE_FUZZ)
+  # Coverage for libFuzzer on everything of ours (the fuzz binaries add the fuzzer's main), and
+  # the sanitizers that turn a silent memory error into a finding.
+  target_compile_options(topoaware_flags INTERFACE -fsanitize=fuzzer-no-link,address,undefined
+    -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+  target_link_options(topoaware_flags INTERFACE -fsanitize=address,undefined)
+endif()
 install(TARGETS topoaware_flags EXPORT topoawareTargets)

@@ -3,13 +3,14 @@
 # Usage: scripts/deps.sh [build|test|lab]   (test and lab include build)
 set -euo pipefail
 want=(cmake ninja-build g++ pkg-config libhwloc-dev hwloc libtomlplusplus-dev libcli11-dev
-      nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev libibverbs-dev)
+      nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev libibverbs-dev zlib1g-dev)
 case "${1:-build}" in
   build) ;;
   # python3-torch (torch.distributed, torchrun), python3-mpi4py and openmpi-bin: the real
   # clients the end-to-end test launches (Slurm's mpi_pmix comes with slurmd).
   test|lab) want+=(libslurm-dev slurmctld slurmd slurm-client munge iproute2 util-linux
-                   hyperfine graphviz libscotch-dev python3-torch python3-mpi4py openmpi-bin) ;;
+                   hyperfine graphviz libscotch-dev python3-torch python3-mpi4py openmpi-bin
+                   clang-14 libclang-rt-14-dev) ;;
   *) echo "topo-aware: deps.sh: unknown set '$1' (build|test|lab)" >&2; exit 2 ;;
 esac
 missing=()

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, as README's quick start runs it: installs what is missing, then builds
 # and tests twice -- a release build with warnings as errors (unit, CLI golden and real-Slurm
-# end-to-end tests) and an AddressSanitizer+UndefinedBehaviorSanitizer build (unit and CLI tests).
+# end-to-end tests) and an AddressSanitizer+UndefinedBehaviorSanitizer build (unit and CLI tests),
+# then a short pass of every parser's fuzz target (clang, build/fuzz; scripts/fuzz.sh).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
@@ -24,3 +25,6 @@ build build/asan -DTOPOAWARE_SANITIZE=ON -DTOPOAWARE_BUILD_SPANK=OFF -DTOPOAWARE
 echo "== sanitizer tests"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build/asan --output-on-failure -j "$jobs" -E '^e2e$'
+
+echo "== fuzz targets, 10 s each (scripts/fuzz.sh)"
+scripts/fuzz.sh "${FUZZ_SECONDS:-10}"

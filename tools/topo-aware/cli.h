@@ -7,6 +7,9 @@
 #include <functional>
 #include <iosfwd>
 #include <string>
+#include <vector>
+
+#include "topoaware/topology/input_format.h"
 
 namespace topoaware::cli {
 
@@ -29,6 +32,24 @@ struct Exit {
 
 // Writes `text` to `path`, or to stdout when path is empty or "-". Throws topology::Error.
 void write_output(const std::string& path, const std::string& text);
+
+// --format, the input file's format (overriding detection from its content), worded the same in
+// every command that reads a file: "auto" or one of `kind`'s names (input_format.h).
+inline CLI::Option* add_input_format_option(CLI::App& sub, std::string& format,
+                                            topology::InputKind kind, const std::string& file) {
+  std::vector<std::string> names = {"auto"};
+  for (auto f : {topology::InputFormat::kIbnetdiscover, topology::InputFormat::kSlurmTopology,
+                 topology::InputFormat::kFabricToml, topology::InputFormat::kFabricJson,
+                 topology::InputFormat::kHwlocXml, topology::InputFormat::kNcclXml}) {
+    if (topology::format_of_kind(f, kind)) names.emplace_back(topology::to_string(f));
+  }
+  return sub
+      .add_option("--format", format,
+                  "Format of " + file + ", instead of recognizing it from the content: " +
+                      topology::format_names(kind))
+      ->type_name("NAME")
+      ->check(CLI::IsMember(names));
+}
 
 // Every subcommand sets its callback through this, so output and errors are uniform.
 using Action = std::function<void()>;

@@ -122,7 +122,7 @@ std::string node_to_text(const topology::NodeTopology& node) {
 
 void add_discover(CLI::App& app, Common&) {
   struct Options {
-    std::string input, fsroot, format = "text", output;
+    std::string input, input_format, fsroot, format = "text", output;
   };
   auto opt = std::make_shared<Options>();
   auto* sub = app.add_subcommand(
@@ -130,15 +130,17 @@ void add_discover(CLI::App& app, Common&) {
       "Describe one node: GPUs, NICs, CPUs, PCIe tree, NVLink, and each GPU's nearest NIC");
   sub->footer(
       "Without -i, discovers this machine (hwloc, NVML and RDMA where present).\n"
-      "-i takes hwloc XML (lstopo --of xml) or NCCL topology XML; the format is detected.\n"
+      "-i takes hwloc XML (lstopo --of xml) or NCCL topology XML, gzipped or not; the format is\n"
+      "recognized from the content (--format to say it). A shell prompt line saved before or\n"
+      "after the data is skipped, with a note.\n"
       "Exit codes: 0 ok, 1 bad input, 2 usage.");
-  add_node_input_options(*sub, opt->input, opt->fsroot);
+  add_node_input_options(*sub, opt->input, opt->input_format, opt->fsroot);
   sub->add_option("--of", opt->format, "Output format")
       ->check(CLI::IsMember({"text", "json", "nccl-xml", "dot"}))
       ->capture_default_str();
   sub->add_option("-o,--output", opt->output, "Write to FILE instead of stdout")->type_name("FILE");
   sub->callback([opt] {
-    topology::NodeTopology node = load_node(opt->input, opt->fsroot);
+    topology::NodeTopology node = load_node(opt->input, opt->input_format, opt->fsroot);
     std::string text;
     if (opt->format == "json") {
       text = topology::node_to_json(node);

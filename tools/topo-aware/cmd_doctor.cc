@@ -25,7 +25,7 @@ namespace topoaware::cli {
 namespace {
 
 struct DoctorOptions {
-  std::string input, fsroot, compare, format = "text", output, health_dir, node;
+  std::string input, input_format, fsroot, compare, format = "text", output, health_dir, node;
   std::string scontrol = "scontrol";
   bool slurm = false, resume = false;
 };
@@ -104,7 +104,7 @@ int run(const DoctorOptions& o, bool quiet) {
     node = topology::load_node_file(o.input);
     facts = topology::facts_from_capture(node);
   } else {
-    node = load_node(o.input, o.fsroot);
+    node = load_node(o.input, o.input_format, o.fsroot);
     const std::string root = o.fsroot.empty() ? "/" : o.fsroot;
     // With a fake root the real NVML describes another machine: NVLink is not read there.
     const topology::NvmlApi* nvml = o.fsroot.empty() ? topology::load_nvml() : nullptr;
@@ -167,7 +167,7 @@ void add_doctor(CLI::App& app, Common& common) {
       "name. Checks and thresholds: docs/doctor.md.\n"
       "Exit codes: 0 healthy, 3 degraded (a warning or critical finding), 1 bad input or a\n"
       "failed drain, 2 usage.");
-  add_node_input_options(*sub, opt->input, opt->fsroot);
+  add_node_input_options(*sub, opt->input, opt->input_format, opt->fsroot);
   sub->add_option("--compare", opt->compare,
                   "The node type's capture (hwloc or NCCL XML): report a GPU, NIC or NVLink "
                   "missing against it")

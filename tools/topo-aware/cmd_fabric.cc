@@ -18,6 +18,7 @@ namespace {
 
 struct FabricOptions {
   std::string input;
+  std::string input_format;
   std::string guid_map;
   std::string format = "text";
   std::string output;
@@ -161,7 +162,10 @@ void add_fabric(CLI::App& app, Common& common) {
       "Import a cluster fabric (ibnetdiscover dump, Slurm topology.conf, TOML description or "
       "topo-aware JSON; recognized from the content) and show its tiers, leaf groups, rails and "
       "anomalies, or write it as a Slurm topology.conf (tree or block), JSON or DOT");
-  sub->add_option("-i,--input", opt->input, "The fabric file")->required();
+  auto* in =
+      sub->add_option("-i,--input", opt->input, "The fabric file (gzipped or not)")->required();
+  add_input_format_option(*sub, opt->input_format, topology::InputKind::kFabric, "the -i file")
+      ->needs(in);
   // --guid-map as `map` spells it (and guid_map in topo-aware.toml); --map kept for scripts.
   sub->add_option("--map,--guid-map", opt->guid_map,
                   "GUID-to-hostname map for an ibnetdiscover dump (\"H-<guid> name\" or "
@@ -171,7 +175,9 @@ void add_fabric(CLI::App& app, Common& common) {
       ->capture_default_str();
   sub->add_option("-o,--output", opt->output, "Write to FILE instead of stdout");
   sub->callback([opt, &common] {
-    topology::Fabric f = topology::load_fabric(opt->input, opt->guid_map);
+    topology::Fabric f = topology::load_fabric(
+        opt->input, opt->guid_map,
+        topology::parse_input_format(opt->input_format, topology::InputKind::kFabric, "--format"));
     std::string text;
     if (opt->format == "json") {
       text = topology::fabric_to_json(f);

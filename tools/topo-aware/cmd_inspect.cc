@@ -22,6 +22,7 @@ namespace {
 struct InspectOptions {
   std::string plan;
   std::string compare = "block";
+  std::string fabric_format;  // --format: overrides the one the plan records
   std::string svg;
   std::string format = "text";
   std::string output;
@@ -302,6 +303,8 @@ void add_inspect(CLI::App& app, Common& common) {
   sub->add_option("--compare", o->compare,
                   "Order to compare with: block (default), cyclic, "
                   "random or topo");
+  add_input_format_option(*sub, o->fabric_format, topology::InputKind::kFabric,
+                          "the plan's fabric file (default: as the plan records it)");
   sub->add_option("--svg", o->svg, "Write an SVG picture of the fabric with the plan's traffic");
   sub->add_option("--of", o->format, "Output: text (default) or json");
   sub->add_option("--health-dir", o->health_dir,
@@ -321,6 +324,7 @@ void add_inspect(CLI::App& app, Common& common) {
     }
     MapInputs in = inputs_from_json(j["inputs"], o->plan);
     if (!o->health_dir.empty()) in.health_dir = o->health_dir;
+    if (!o->fabric_format.empty()) in.fabric_format = o->fabric_format;
     Loaded l = load_inputs(in);
     if (j["ranks"].size() !=
         static_cast<std::size_t>(

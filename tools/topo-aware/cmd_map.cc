@@ -205,8 +205,11 @@ void add_map(CLI::App& app, Common& common) {
       "map",
       "Plan which GPU, NIC and CPUs each task of a step gets, and its cost against Slurm's "
       "block order");
-  sub->add_option("--fabric", o->in.fabric,
-                  "Fabric file (ibnetdiscover dump, topology.conf, TOML or JSON)");
+  auto* fabric = sub->add_option("--fabric", o->in.fabric,
+                                 "Fabric file (ibnetdiscover dump, topology.conf, TOML or JSON)");
+  add_input_format_option(*sub, o->in.fabric_format, topology::InputKind::kFabric,
+                          "the --fabric file")
+      ->needs(fabric);
   sub->add_option("--health-dir", o->in.health_dir,
                   "The node doctor's reports (<DIR>/<host>.json): degraded NICs carry what they "
                   "measured");

@@ -51,7 +51,7 @@ namespace fs = std::filesystem;
 constexpr int kSkipped = 77;
 
 struct Options {
-  std::string input, fsroot;
+  std::string input, input_format, fsroot;
   std::string cudart, nccl;  // library paths; empty: the usual names
   std::string keep;          // folder for the dumps (kept); empty: a temporary one, removed
   bool allreduce = false;
@@ -486,7 +486,7 @@ int run_check(const Options& o) {
   }
 
   // 2. Our model, and the NCCL_TOPO_FILE we would write from it.
-  topology::NodeTopology ours = load_node(o.input, o.fsroot);
+  topology::NodeTopology ours = load_node(o.input, o.input_format, o.fsroot);
   const fs::path ours_xml = dir.path() / "ours-topo.xml";
   write_output(ours_xml.string(), topology::node_to_nccl_xml(ours));
 
@@ -609,7 +609,7 @@ void add_nccl_check(CLI::App& app, Common&) {
       "libcudart and libnccl are loaded at run time (--cudart/--nccl name them).\n"
       "Exit codes: 0 the views agree, 1 they differ or NCCL failed (message says which),\n"
       "2 usage, 77 skipped: no GPU, or CUDA/NCCL libraries cannot be loaded.");
-  add_node_input_options(*sub, o->input, o->fsroot);
+  add_node_input_options(*sub, o->input, o->input_format, o->fsroot);
   sub->add_flag("--allreduce", o->allreduce, "Also time an all-reduce on the local GPUs");
   sub->add_option("--bytes", o->sizes,
                   "All-reduce sizes in bytes per GPU, comma-separated (default 1073741824)")

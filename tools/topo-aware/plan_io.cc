@@ -70,7 +70,9 @@ Loaded load_inputs(const MapInputs& in) {
                             : "--fabric FILE (or --config PLUGIN.toml) is required");
   }
   Loaded out;
-  out.fabric = topology::load_fabric(fabric, guid_map);
+  out.fabric = topology::load_fabric(
+      fabric, guid_map,
+      topology::parse_input_format(in.fabric_format, topology::InputKind::kFabric, "--format"));
   std::vector<std::string> hosts = topology::expand_hostlist(in.nodes, "--nodes");
   if (hosts.empty()) throw UsageError("--nodes names no host");
   // Node models: one capture for all hosts, a plain synthetic node, or the fabric's node types.
@@ -225,6 +227,9 @@ nlohmann::json inputs_to_json(const MapInputs& in) {
   };
   nlohmann::json j;
   j["fabric"] = absolute(in.fabric);
+  if (!in.fabric_format.empty() && in.fabric_format != "auto") {
+    j["fabric_format"] = in.fabric_format;
+  }
   j["guid_map"] = absolute(in.guid_map);
   j["nodes"] = in.nodes;
   j["gpus_per_node"] = in.gpus_per_node;
@@ -248,6 +253,7 @@ MapInputs inputs_from_json(const nlohmann::json& j, const std::string& context) 
   MapInputs in;
   try {
     in.fabric = j.value("fabric", std::string());
+    in.fabric_format = j.value("fabric_format", std::string());
     in.guid_map = j.value("guid_map", std::string());
     in.nodes = j.at("nodes").get<std::string>();
     in.gpus_per_node = j.value("gpus_per_node", 0);

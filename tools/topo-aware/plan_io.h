@@ -16,6 +16,7 @@ namespace topoaware::cli {
 
 struct MapInputs {
   std::string fabric;      // path; empty: the plugin configuration's
+  std::string fabric_format;  // --format: "auto"/empty (detect) or a fabric format's name
   std::string config;      // the SPANK plugin's TOML (fabric, guid_map, [[node]] captures)
   std::string guid_map;    // path or empty
   std::string nodes;       // hostlist

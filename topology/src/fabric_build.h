@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "topoaware/topology/fabric.h"
+#include "topoaware/topology/input_format.h"
 
 namespace topoaware::topology::detail {
 
@@ -51,6 +52,11 @@ class FabricBuilder {
   Fabric fabric_;
   std::unordered_map<std::string, VertexId> switches_;
 };
+
+// What load_fabric() and load_fabric_text() share once the text is read and cleaned: the format
+// (detected when kAuto), the importer, the reading notes, analyze().
+Fabric load_fabric_input(InputText in, const std::string& path, const std::string& guid_map,
+                         InputFormat format);
 
 // The importers. Each returns an un-analyzed Fabric and throws Error naming path:line.
 Fabric parse_ibnetdiscover(const std::string& path, std::string_view text,

@@ -309,7 +309,9 @@ std::string fabric_to_json(const Fabric& f) {
   for (const auto& [t, v] : f.declared_oversubscription) declared[std::to_string(t)] = v;
   j["declared_oversubscription"] = std::move(declared);
   j["notes"] = f.notes;
-  return j.dump(2) + "\n";
+  // Names and notes come from files: a byte that is not UTF-8 is written as U+FFFD rather than
+  // making the whole export throw (found by fuzzing, tests/fuzz/regressions/fabric_toml).
+  return j.dump(2, ' ', false, ordered_json::error_handler_t::replace) + "\n";
 }
 
 std::string fabric_to_dot(const Fabric& f) {

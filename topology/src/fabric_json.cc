@@ -26,6 +26,10 @@ Fabric parse_fabric_json(const std::string& path, std::string_view text) {
   } catch (const json::parse_error& e) {
     throw Error(ErrorCode::kBadInput, where(path, line_of(text, e.byte)),
                 std::string("JSON: ") + e.what());
+  } catch (const json::exception& e) {
+    // A number too large for a double (out_of_range.406) is thrown outside parse_error; found
+    // by fuzzing (tests/fuzz/regressions/fabric_json).
+    throw Error(ErrorCode::kBadInput, path, std::string("JSON: ") + e.what());
   }
   std::string at = path;
   try {

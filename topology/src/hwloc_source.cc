@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -11,6 +12,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <unordered_map>
 #include <utility>
@@ -18,6 +20,7 @@
 
 #include "node_build.h"
 #include "topoaware/topology/error.h"
+#include "topoaware/topology/input_format.h"
 #include "topoaware/topology/paths.h"
 #include "topoaware/topology/sources.h"
 
@@ -547,6 +550,94 @@ std::string_view root_start_tag(std::string_view xml) {
   return {};
 }
 
+// Whether a start tag has attribute `name` (preceded by whitespace, followed by '=').
+bool has_attribute(std::string_view tag, std::string_view name) {
+  for (std::size_t at = tag.find(name); at != std::string_view::npos; at = tag.find(name, at + 1)) {
+    if (at > 0 && std::strchr(" \t\r\n", tag[at - 1]) != nullptr && tag[at - 1] != '\0' &&
+        at + name.size() < tag.size() && tag[at + name.size()] == '=') {
+      return true;
+    }
+  }
+  return false;
+}
+
+// The value of attribute `name` in a start tag, when it has one.
+std::optional<std::string_view> attribute_value(std::string_view tag, std::string_view name) {
+  for (std::size_t at = tag.find(name); at != std::string_view::npos; at = tag.find(name, at + 1)) {
+    std::size_t q = at + name.size() + 1;
+    if (at == 0 || std::strchr(" \t\r\n", tag[at - 1]) == nullptr || tag[at - 1] == '\0' ||
+        q >= tag.size() || tag[q - 1] != '=' || (tag[q] != '"' && tag[q] != '\'')) {
+      continue;
+    }
+    std::size_t close = tag.find(tag[q], q + 1);
+    if (close == std::string_view::npos) return std::nullopt;
+    return tag.substr(q + 1, close - q - 1);
+  }
+  return std::nullopt;
+}
+
+// A bitmap as hwloc writes it: comma-separated 32-bit words "0x0000ffff" (empty words between
+// commas are zero words), the first one present, "0xf...f" for an infinite set. hwloc 2.9's
+// parser asserts (aborting the process) on other forms such as ",x00000002"; found by fuzzing.
+bool is_hwloc_bitmap(std::string_view v) {
+  if (v.substr(0, 7) == "0xf...f") {
+    v.remove_prefix(7);
+    if (v.empty()) return true;
+    if (v[0] != ',') return false;
+    v.remove_prefix(1);
+  }
+  bool first = true;
+  for (;;) {
+    std::size_t comma = v.find(',');
+    std::string_view word = v.substr(0, comma);
+    if (!(word.empty() && !first)) {
+      if (word.size() < 3 || word.size() > 10 || word[0] != '0' || word[1] != 'x') return false;
+      for (char c : word.substr(2)) {
+        if (std::isxdigit(static_cast<unsigned char>(c)) == 0) return false;
+      }
+    }
+    first = false;
+    if (comma == std::string_view::npos) return true;
+    v.remove_prefix(comma + 1);
+  }
+}
+
+// hwloc 2.9's XML import dereferences an object's complete cpuset/nodeset without checking that
+// the file gave one (a NULL bitmap: SEGV in hwloc_bitmap_compare_first while the topology is
+// loaded; found by fuzzing, tests/fuzz/regressions/hwloc_xml). Every export writes them in pairs,
+// so a set without its complete set is an edited or damaged file: refused before hwloc sees it.
+void check_object_sets(std::string_view xml, const std::string& name) {
+  long line = 1;
+  std::size_t counted = 0;
+  for (std::size_t at = xml.find("<object"); at != std::string_view::npos;
+       at = xml.find("<object", at + 1)) {
+    line += std::count(xml.begin() + static_cast<long>(counted),
+                       xml.begin() + static_cast<long>(at), '\n');
+    counted = at;
+    std::size_t end = xml.find('>', at);
+    std::string_view tag = xml.substr(at, end == std::string_view::npos ? end : end - at);
+    for (std::string_view set : {"cpuset", "complete_cpuset", "allowed_cpuset", "online_cpuset",
+                                 "nodeset", "complete_nodeset", "allowed_nodeset"}) {
+      std::optional<std::string_view> value = attribute_value(tag, set);
+      if (value && !is_hwloc_bitmap(*value)) {
+        throw Error(ErrorCode::kBadInput, where(name, line),
+                    "<object> " + std::string(set) + "=\"" + std::string(value->substr(0, 64)) +
+                        "\" is not an hwloc bitmap (0x-prefixed 32-bit words, comma-separated)");
+      }
+    }
+    for (auto [set, complete] :
+         {std::pair<std::string_view, std::string_view>{"cpuset", "complete_cpuset"},
+          {"nodeset", "complete_nodeset"}}) {
+      if (has_attribute(tag, set) && !has_attribute(tag, complete)) {
+        throw Error(ErrorCode::kBadInput, where(name, line),
+                    "<object> has " + std::string(set) + " but no " + std::string(complete) +
+                        ": not an hwloc export as lstopo writes it (edited or damaged), and "
+                        "hwloc cannot import it");
+      }
+    }
+  }
+}
+
 // Checks what hwloc would otherwise reject without a reason: emptiness, binary data, the root
 // element, and the format version (absent in format 1, "2.x" in format 2).
 void precheck(std::string_view xml, const std::string& name) {
@@ -569,6 +660,7 @@ void precheck(std::string_view xml, const std::string& name) {
     throw Error(ErrorCode::kBadInput, name,
                 "root element <" + std::string(root) + ">, expected hwloc's <topology>");
   }
+  check_object_sets(xml, name);
   std::size_t v = tag.find("version=");
   if (v == std::string_view::npos) return;  // format 1 has no version attribute
   std::string_view value = tag.substr(v + 8);
@@ -586,32 +678,6 @@ void precheck(std::string_view xml, const std::string& name) {
                     " is not supported: the hwloc library in use (" HWLOC_VERSION
                     ") reads formats 1 and 2; export it with an hwloc 2.x lstopo");
   }
-}
-
-std::string read_file(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) {
-    int e = errno;
-    if (e == ENOENT) throw Error(ErrorCode::kNotFound, path, "no such file");
-    throw Error(ErrorCode::kSystem, path, std::strerror(e));
-  }
-  if (S_ISDIR(st.st_mode)) {
-    throw Error(ErrorCode::kBadInput, path, "is a directory, not an hwloc XML file");
-  }
-  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
-  if (!f) throw Error(ErrorCode::kSystem, path, std::strerror(errno));
-  std::string data;
-  char buf[65536];
-  std::size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f.get())) > 0) {
-    if (data.size() + n > kMaxXmlBytes) {
-      throw Error(ErrorCode::kLimit, path,
-                  "larger than " + std::to_string(kMaxXmlBytes >> 20) + " MiB");
-    }
-    data.append(buf, n);
-  }
-  if (std::ferror(f.get())) throw Error(ErrorCode::kSystem, path, "read error");
-  return data;
 }
 
 }  // namespace
@@ -641,6 +707,10 @@ NodeTopology load_hwloc_xml_buffer(std::string_view xml, const std::string& name
     throw Error(ErrorCode::kLimit, name,
                 "larger than " + std::to_string(kMaxXmlBytes >> 20) + " MiB");
   }
+  // An XML declaration must open the document for libxml2; a skipped prompt line (input_format.h)
+  // leaves an empty line in front of it.
+  std::size_t start = xml.find_first_not_of(" \t\r\n");
+  if (start != std::string_view::npos) xml.remove_prefix(start);
   precheck(xml, name);
   TopologyPtr topo = new_topology(HWLOC_TOPOLOGY_FLAG_IMPORT_SUPPORT, name);
   // hwloc wants the terminating NUL inside the buffer it is given.
@@ -658,7 +728,10 @@ NodeTopology load_hwloc_xml_buffer(std::string_view xml, const std::string& name
 }
 
 NodeTopology load_hwloc_xml(const std::string& path) {
-  return load_hwloc_xml_buffer(read_file(path), path);
+  InputText in = read_input(path, kMaxXmlBytes);
+  NodeTopology node = load_hwloc_xml_buffer(in.text, path);
+  node.notes.insert(node.notes.begin(), in.notes.begin(), in.notes.end());
+  return node;
 }
 
 }  // namespace topoaware::topology

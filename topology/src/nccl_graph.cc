@@ -6,6 +6,7 @@
 
 #include "nccl_xml_reader.h"
 #include "topoaware/topology/error.h"
+#include "topoaware/topology/input_format.h"
 
 namespace topoaware::topology {
 namespace {
@@ -50,7 +51,7 @@ std::string nccl_graph_name(int id) {
 }
 
 std::vector<NcclGraph> load_nccl_graphs(const std::string& path) {
-  std::string data = xml::read_file(path, xml::Limits{}.max_bytes);
+  std::string data = read_input(path, xml::Limits{}.max_bytes).text;
   xml::Element root = xml::parse(data, path);
   if (root.name != "graphs") {
     throw Error(ErrorCode::kBadInput, where(path, root.line),

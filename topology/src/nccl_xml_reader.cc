@@ -17,31 +17,6 @@ const std::string* Element::attr(std::string_view key) const {
   return nullptr;
 }
 
-std::string read_file(const std::string& path, std::size_t max_bytes) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  fs::file_status st = fs::status(path, ec);
-  if (ec || !fs::exists(st)) throw Error(ErrorCode::kNotFound, path, "no such file");
-  if (fs::is_directory(st)) throw Error(ErrorCode::kBadInput, path, "is a directory, not a file");
-  if (!fs::is_regular_file(st)) throw Error(ErrorCode::kBadInput, path, "is not a regular file");
-  std::uintmax_t size = fs::file_size(path, ec);
-  if (!ec && size > max_bytes) {
-    throw Error(ErrorCode::kLimit, path,
-                "file is " + std::to_string(size) + " bytes; a topology file is at most " +
-                    std::to_string(max_bytes));
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw Error(ErrorCode::kSystem, path, std::string("cannot open: ") + std::strerror(errno));
-  }
-  std::string text;
-  text.resize(static_cast<std::size_t>(ec ? 0 : size));
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<std::size_t>(in.gcount()));
-  if (in.bad()) throw Error(ErrorCode::kSystem, path, "read failed");
-  return text;
-}
-
 namespace {
 
 bool is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }

@@ -36,9 +36,6 @@ struct Limits {
   std::size_t max_name = 128;
 };
 
-// Reads `path` into memory, refusing directories, unreadable and oversized files.
-std::string read_file(const std::string& path, std::size_t max_bytes);
-
 // Parses a whole document. `path` is used only to name errors.
 Element parse(std::string_view text, const std::string& path, const Limits& limits = {});
 

@@ -18,11 +18,17 @@
 #include "nccl_xml_reader.h"
 #include "node_build.h"
 #include "topoaware/topology/error.h"
+#include "topoaware/topology/hwloc_source.h"
+#include "topoaware/topology/input_format.h"
 #include "topoaware/topology/paths.h"
 #include "topoaware/topology/sources.h"
 
 namespace topoaware::topology {
 namespace {
+
+// What load_node_file() reads before knowing the format: hwloc's bound (hwloc_source.cc); the
+// NCCL XML reader then applies its own, smaller one.
+constexpr std::uintmax_t kMaxNodeFileBytes = std::uintmax_t{256} << 20;
 
 // NCCL's LOC bandwidth: what it gives a virtual NIC hanging directly off a CPU, and pcilinks.
 constexpr double kCpuLocalBandwidth = 5000.0;
@@ -195,9 +201,19 @@ class Loader {
     v.busid = busid;
     v.numa = node_.graph.vertex(parent).numa;
     v.parent = parent;
+    // NCCL's own dumps write link_speed="" and link_width="" where sysfs had nothing (VMs);
+    // NCCL then uses the empty value rather than sysfs, so it is kept as written.
+    for (const char* key : {"class", "vendor", "device", "subsystem_vendor", "subsystem_device",
+                            "link_speed", "link_width"}) {
+      const std::string* value = e.attr(key);
+      if (value != nullptr && value->empty()) v.pci.empty_attrs.emplace_back(key);
+    }
     v.pci.pci_class = lower(text(e, "class"));
     v.pci.link_speed = text(e, "link_speed");
-    v.pci.link_width = static_cast<int>(integer(e, "link_width", -1));
+    const std::string* width_attr = e.attr("link_width");
+    v.pci.link_width = width_attr != nullptr && width_attr->empty()
+                           ? -1
+                           : static_cast<int>(integer(e, "link_width", -1));
     v.pci.vendor = lower(text(e, "vendor"));
     v.pci.device = lower(text(e, "device"));
     v.pci.subsystem_vendor = lower(text(e, "subsystem_vendor"));
@@ -507,29 +523,45 @@ void refuse_nvidia_smi_matrix(std::string_view text, const std::string& path) {
 }  // namespace
 
 NodeTopology load_nccl_xml(const std::string& path) {
-  std::string text = xml::read_file(path, xml::Limits{}.max_bytes);
-  refuse_nvidia_smi_matrix(text, path);
-  xml::Element root = xml::parse(text, path);
-  return Loader(path).load(root);
+  InputText in = read_input(path, kMaxNodeFileBytes);
+  refuse_nvidia_smi_matrix(in.text, path);
+  NodeTopology node = Loader(path).load(xml::parse(in.text, path));
+  node.notes.insert(node.notes.begin(), in.notes.begin(), in.notes.end());
+  return node;
 }
 
-NodeTopology load_node_file(const std::string& path) {
-  std::string text = xml::read_file(path, xml::Limits{}.max_bytes);
-  refuse_nvidia_smi_matrix(text, path);
-  std::string root = xml::root_name(text, path);
-  if (root.empty()) {
+namespace {
+
+NodeTopology load_node_input(InputText in, const std::string& path, InputFormat format) {
+  if (!format_of_kind(format, InputKind::kNode)) {
     throw Error(ErrorCode::kBadInput, path,
-                "no root element (the file is empty or holds only comments)");
+                std::string(to_string(format)) + " is a fabric format, not a node capture's (" +
+                    format_names(InputKind::kNode) + ")");
   }
-  if (root == "topology") return load_hwloc_xml(path);
-  if (root == "system") return Loader(path).load(xml::parse(text, path));
-  if (root == "graphs") {
-    throw Error(ErrorCode::kUnsupported, path,
-                "an NCCL graph file, not a topology file (root <graphs>: NCCL_GRAPH_FILE)");
+  if (format == InputFormat::kAuto) format = detect_format(in.text, InputKind::kNode, path);
+  NodeTopology node;
+  if (format == InputFormat::kHwlocXml) {
+    node = load_hwloc_xml_buffer(in.text, path);
+  } else {
+    refuse_nvidia_smi_matrix(in.text, path);
+    node = Loader(path).load(xml::parse(in.text, path));
   }
-  throw Error(ErrorCode::kBadInput, path,
-              "root element <" + root +
-                  "> is neither <system> (NCCL topology XML) nor <topology> (hwloc XML)");
+  node.notes.insert(node.notes.begin(), in.notes.begin(), in.notes.end());
+  return node;
+}
+
+}  // namespace
+
+NodeTopology load_node_file(const std::string& path, InputFormat format) {
+  if (!format_of_kind(format, InputKind::kNode)) return load_node_input({}, path, format);
+  return load_node_input(read_input(path, kMaxNodeFileBytes), path, format);
+}
+
+NodeTopology load_node_text(std::string text, const std::string& name, InputFormat format) {
+  if (text.size() > kMaxNodeFileBytes) {
+    throw Error(ErrorCode::kLimit, name, "larger than a node capture this tool will read");
+  }
+  return load_node_input(clean_input(std::move(text), name), name, format);
 }
 
 }  // namespace topoaware::topology

@@ -1,7 +1,13 @@
 // NCCL topology XML writer, in the exact dialect NCCL's hand-written parser accepts
 // (reference nccl-topology.md section 1): no prolog, one start tag per line, two-space indent,
 // attributes separated by single spaces, no tabs, lowercase dddd:bb:dd.f bus ids, integers
-// never zero-padded, at most 256 elements.
+// never zero-padded, within every limit of NCCL's loader (see kNccl* below).
+//
+// What is written (docs/nccl-xml.md, "Writing NCCL XML"): every CPU, and of the PCI tree only
+// what lies on the path from a CPU to a GPU, a NIC or an NVSwitch function, as NCCL's own dump
+// keeps (NCCL trims the rest after loading, but it counts against the loader's element budget
+// first: a whole-I/O hwloc capture lists every chipset controller). A function whose kind nothing
+// tells (AWS g5's bare bus ids) is kept: it may be a GPU.
 //
 // What is written when a value is unknown (documented in docs/topology-node.md):
 // - cpu: numaid always (-1 when unknown, as NCCL's own VM dumps do); affinity from the model's
@@ -21,6 +27,9 @@
 #include <cstdlib>
 #include <set>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "topoaware/topology/error.h"
 #include "topoaware/topology/node_io.h"
@@ -28,7 +37,46 @@
 namespace topoaware::topology {
 namespace {
 
-constexpr std::size_t kNcclMaxNodes = 256;  // NCCL_TOPO_XML_MAX_NODES (xml.h)
+// NCCL's XML loader limits (src/graph/xml.h, xml.cc, topo.h), the smallest of the releases still
+// in use, so a file written here loads with every NCCL since 2.6:
+// - NCCL_TOPO_XML_MAX_NODES (topo.h, 2.21.5+) is 256 slots for the file and what detection adds
+//   afterwards. The loader checks for a free slot before it reads every token, the final
+//   </system> included, so a file of exactly 256 elements already fails: 255 at most.
+constexpr std::size_t kNcclMaxElements = 255;
+// - MAX_SUBS children per element: 32 in 2.6-2.20, 128 in 2.21-2.29.6, 640 since 2.29.7; one
+//   more is "XML parser is limited to N subnodes" and NCCL init fails.
+constexpr std::size_t kNcclMaxChildren = 32;
+// - MAX_ATTR_COUNT: attributes past 16 are dropped without an error (so NCCL would lose one).
+constexpr std::size_t kNcclMaxAttributes = 16;
+// - MAX_STR_LEN 255 (256 before 2.9): a value buffer also holds the closing quote, and the
+//   loader fails at 254 stored characters, so a value is at most 253 characters; an element
+//   or attribute name likewise.
+constexpr std::size_t kNcclMaxString = 253;
+
+// What NCCL's detection adds to the file's elements at run time for things the file leaves to it:
+// a <gpu> for a GPU written without one; a <nic> and at least one <net> for a NIC without ports.
+constexpr std::size_t kDetectedPerBareGpu = 1;
+constexpr std::size_t kDetectedPerBareNic = 2;
+
+// One element of the output, built whole before anything is written, so that every limit can be
+// checked with the element it concerns named.
+struct Element {
+  std::string name;
+  std::vector<std::pair<std::string, std::string>> attrs;
+  std::vector<Element> children;
+
+  void add(const char* key, const std::string& value) { attrs.emplace_back(key, value); }
+  void add(const char* key, long value) { add(key, std::to_string(value)); }
+  // How a message names it: <pci busid="0000:3b:00.0">, <net name="mlx5_0">, <cpu numaid="1">.
+  std::string label() const {
+    for (const char* key : {"busid", "name", "numaid", "target"}) {
+      for (const auto& [k, v] : attrs) {
+        if (k == key) return "<" + name + " " + k + "=\"" + v + "\">";
+      }
+    }
+    return "<" + name + ">";
+  }
+};
 
 std::string cpumap_from_pus(const std::vector<std::uint32_t>& pus) {
   if (pus.empty()) return {};
@@ -64,90 +112,69 @@ class Writer {
   explicit Writer(const NodeTopology& node) : node_(node), g_(node.graph) {}
 
   std::string write() {
-    Tag sys("system");
+    mark_kept();
+    Element sys{"system", {}, {}};
     sys.add("version", "1");
     if (!node_.hostname.empty()) sys.add("name", node_.hostname);
-    open(sys, 0);
     for (VertexId cpu : node_.cpus()) {
       if (g_.vertex(cpu).parent.valid()) continue;
-      write_cpu(cpu);
+      sys.children.push_back(cpu_element(cpu));
     }
-    close("system", 0);
     check_placed();
-    if (elements_ > kNcclMaxNodes) {
-      throw Error(ErrorCode::kLimit, node_.source,
-                  "the NCCL XML would hold " + std::to_string(elements_) +
-                      " elements; NCCL accepts at most " + std::to_string(kNcclMaxNodes) +
-                      " (file plus detected) and aborts beyond");
-    }
-    return out_;
+    check_limits(sys);
+    std::string out;
+    serialize(sys, 0, out);
+    return out;
   }
 
  private:
-  // One start tag, built attribute by attribute so nothing can break NCCL's lexical rules.
-  struct Tag {
-    explicit Tag(std::string n) : name(std::move(n)) {}
-    void add(const char* key, const std::string& value) {
-      for (char c : value) {
-        if (c == '"' || c == '<' || c == '>' || c == '\n' || c == '\r' || c == '\t' || c == '&') {
-          throw Error(ErrorCode::kBadInput, key,
-                      "value \"" + value + "\" cannot be written in NCCL's XML dialect");
-        }
-      }
-      if (value.size() > 253) {
-        throw Error(ErrorCode::kLimit, key, "value longer than NCCL's 254-character limit");
-      }
-      attrs += ' ';
-      attrs += key;
-      attrs += "=\"";
-      attrs += value;
-      attrs += '"';
-      ++count;
+  // Whether a vertex leads to something NCCL uses: a GPU, a NIC, an NVSwitch function, or a
+  // function of unknown kind and class (which may be a GPU: AWS g5 lists bare bus ids).
+  static bool wanted(const Vertex& v) {
+    switch (v.kind) {
+      case VertexKind::kGpu:
+      case VertexKind::kNic:
+        return true;
+      case VertexKind::kPciDevice:
+        return v.pci.pci_class.empty() || v.pci.pci_class.rfind("0x068000", 0) == 0;
+      default:
+        return false;
     }
-    void add(const char* key, long value) { add(key, std::to_string(value)); }
-    std::string name;
-    std::string attrs;
-    int count = 0;
-  };
+  }
 
-  void line(int depth, const std::string& text) {
-    out_.append(static_cast<std::size_t>(depth) * 2, ' ');
-    out_ += text;
-    out_ += '\n';
+  // keep_[v]: v is wanted or has a wanted vertex below it. Parents come before children in the
+  // graph only by convention, so walk up from every wanted vertex instead.
+  void mark_kept() {
+    keep_.assign(g_.vertex_count(), false);
+    for (std::uint32_t i = 0; i < g_.vertex_count(); ++i) {
+      VertexId id(i);
+      if (!wanted(g_.vertex(id))) continue;
+      for (std::size_t hops = 0; id.valid() && !keep_[id.value] && hops <= g_.vertex_count();
+           ++hops) {
+        keep_[id.value] = true;
+        id = g_.vertex(id).parent;
+      }
+    }
   }
-  void open(const Tag& t, int depth) {
-    ++elements_;
-    line(depth, "<" + t.name + t.attrs + ">");
-  }
-  void leaf(const Tag& t, int depth) {
-    ++elements_;
-    line(depth, "<" + t.name + t.attrs + "/>");
-  }
-  void close(const std::string& name, int depth) { line(depth, "</" + name + ">"); }
 
-  void write_cpu(VertexId id) {
+  Element cpu_element(VertexId id) {
     const Vertex& v = g_.vertex(id);
     placed_.push_back(id);
-    Tag t("cpu");
-    t.add("numaid", static_cast<long>(v.numa));
+    Element e{"cpu", {}, {}};
+    e.add("numaid", static_cast<long>(v.numa));
     std::string affinity = v.cpu.affinity.empty() ? cpumap_from_pus(v.cpu.pus) : v.cpu.affinity;
-    if (!affinity.empty()) t.add("affinity", affinity);
-    if (!v.cpu.arch.empty()) t.add("arch", v.cpu.arch);
-    if (!v.cpu.vendor.empty()) t.add("vendor", v.cpu.vendor);
-    if (v.cpu.family >= 0) t.add("familyid", static_cast<long>(v.cpu.family));
-    if (v.cpu.model >= 0) t.add("modelid", static_cast<long>(v.cpu.model));
-    std::vector<VertexId> kids = g_.children(id);
-    if (kids.empty()) {
-      leaf(t, 1);
-      return;
-    }
-    open(t, 1);
-    for (VertexId k : kids) write_child(k, 2);
-    close("cpu", 1);
+    if (!affinity.empty()) e.add("affinity", affinity);
+    if (!v.cpu.arch.empty()) e.add("arch", v.cpu.arch);
+    if (!v.cpu.vendor.empty()) e.add("vendor", v.cpu.vendor);
+    if (v.cpu.family >= 0) e.add("familyid", static_cast<long>(v.cpu.family));
+    if (v.cpu.model >= 0) e.add("modelid", static_cast<long>(v.cpu.model));
+    for (VertexId k : g_.children(id)) add_child(e, k);
+    return e;
   }
 
-  // A child of a <cpu> or <pci>: a PCI function, or a NIC without bus id (virtual NIC).
-  void write_child(VertexId id, int depth) {
+  // A child of a <cpu> or <pci>: a PCI function on a kept path, or a NIC without bus id (virtual
+  // NIC).
+  void add_child(Element& parent, VertexId id) {
     const Vertex& v = g_.vertex(id);
     switch (v.kind) {
       case VertexKind::kPciSwitch:
@@ -158,10 +185,11 @@ class Writer {
       default:
         return;  // nothing else lives in NCCL's tree
     }
+    if (!keep_[id.value]) return;  // off every GPU/NIC/NVSwitch path
     if (v.busid.empty()) {
       if (v.kind == VertexKind::kNic) {
         placed_.push_back(id);
-        write_nic(v, depth);
+        if (!v.nic.ports.empty()) parent.children.push_back(nic_element(v));
         return;
       }
       if (v.kind == VertexKind::kGpu) {
@@ -170,7 +198,7 @@ class Writer {
                     "NCCL's key)");
       }
       // A PCI switch or device without bus id cannot be keyed; lift its children instead.
-      for (VertexId k : g_.children(id)) write_child(k, depth);
+      for (VertexId k : g_.children(id)) add_child(parent, k);
       return;
     }
     placed_.push_back(id);
@@ -179,44 +207,47 @@ class Writer {
                   "two PCI functions share this bus id; NCCL keys devices by bus id, so the "
                   "file would be ambiguous");
     }
-    Tag t("pci");
-    t.add("busid", v.busid);
+    Element e{"pci", {}, {}};
+    e.add("busid", v.busid);
     std::string cls = v.pci.pci_class;
-    if (cls.empty()) {
+    if (cls.empty() && !empty_in_source(v.pci, "class")) {
       if (v.kind == VertexKind::kPciSwitch) cls = "0x060400";
       if (v.kind == VertexKind::kGpu) cls = "0x030200";
       if (v.kind == VertexKind::kNic) cls = "0x020000";
     }
-    if (!cls.empty()) t.add("class", cls);
-    if (!v.pci.vendor.empty()) t.add("vendor", v.pci.vendor);
-    if (!v.pci.device.empty()) t.add("device", v.pci.device);
-    if (!v.pci.subsystem_vendor.empty()) t.add("subsystem_vendor", v.pci.subsystem_vendor);
-    if (!v.pci.subsystem_device.empty()) t.add("subsystem_device", v.pci.subsystem_device);
-    if (!v.pci.link_speed.empty()) t.add("link_speed", v.pci.link_speed);
-    if (v.pci.link_width >= 0) t.add("link_width", static_cast<long>(v.pci.link_width));
+    // Each attribute NCCL reads as the source had it: its value, or empty where the source
+    // wrote it empty (NCCL then takes "" rather than asking sysfs), or absent.
+    auto carry = [&](const char* key, const std::string& value) {
+      if (!value.empty() || empty_in_source(v.pci, key)) e.add(key, value);
+    };
+    carry("class", cls);
+    carry("vendor", v.pci.vendor);
+    carry("device", v.pci.device);
+    carry("subsystem_vendor", v.pci.subsystem_vendor);
+    carry("subsystem_device", v.pci.subsystem_device);
+    carry("link_speed", v.pci.link_speed);
+    carry("link_width", v.pci.link_width >= 0 ? std::to_string(v.pci.link_width) : std::string());
 
-    std::vector<VertexId> kids = g_.children(id);
-    std::vector<VertexId> peers = pcilink_peers(id);
-    bool gpu_elem = v.kind == VertexKind::kGpu && gpu_known(id);
-    bool nic_elem = v.kind == VertexKind::kNic && !v.nic.ports.empty();
-    if (kids.empty() && peers.empty() && !gpu_elem && !nic_elem) {
-      leaf(t, depth);
-      return;
-    }
-    open(t, depth);
-    if (gpu_elem) write_gpu(id, depth + 1);
-    if (nic_elem) write_nic(v, depth + 1);
-    for (VertexId k : kids) write_child(k, depth + 1);
-    for (VertexId p : peers) {
-      Tag l("pcilink");
+    if (v.kind == VertexKind::kGpu && gpu_known(id)) e.children.push_back(gpu_element(id));
+    if (v.kind == VertexKind::kNic && !v.nic.ports.empty()) e.children.push_back(nic_element(v));
+    for (VertexId k : g_.children(id)) add_child(e, k);
+    for (VertexId p : pcilink_peers(id)) {
+      Element l{"pcilink", {}, {}};
       l.add("target", g_.vertex(p).busid);
-      leaf(l, depth + 1);
+      e.children.push_back(std::move(l));
     }
-    close("pci", depth);
+    if (v.kind == VertexKind::kGpu && !gpu_known(id)) detected_ += kDetectedPerBareGpu;
+    if (v.kind == VertexKind::kNic && v.nic.ports.empty()) detected_ += kDetectedPerBareNic;
+    parent.children.push_back(std::move(e));
+  }
+
+  static bool empty_in_source(const PciInfo& pci, std::string_view key) {
+    return std::find(pci.empty_attrs.begin(), pci.empty_attrs.end(), key) != pci.empty_attrs.end();
   }
 
   // pcilinks are PCIe links between vertices that are not parent and child (Broadcom
-  // switch-to-switch); written on the side that was added first so they appear once.
+  // switch-to-switch); written on the side that was added first so they appear once, and only
+  // between vertices the file keeps.
   std::vector<VertexId> pcilink_peers(VertexId id) const {
     std::vector<VertexId> out;
     for (LinkId l : g_.links_of(id)) {
@@ -224,7 +255,7 @@ class Writer {
       if (k.kind != LinkKind::kPcie || k.a != id) continue;
       VertexId o = k.b;
       if (o == id || g_.vertex(o).parent == id || g_.vertex(id).parent == o) continue;
-      if (g_.vertex(o).busid.empty()) continue;
+      if (g_.vertex(o).busid.empty() || !keep_[o.value]) continue;
       out.push_back(o);
     }
     return out;
@@ -240,18 +271,17 @@ class Writer {
     return false;
   }
 
-  void write_gpu(VertexId id, int depth) {
+  Element gpu_element(VertexId id) const {
     const Vertex& v = g_.vertex(id);
-    Tag t("gpu");
-    if (v.gpu.dev >= 0) t.add("dev", static_cast<long>(v.gpu.dev));
-    if (v.gpu.sm >= 0) t.add("sm", static_cast<long>(v.gpu.sm));
-    if (v.gpu.gdr >= 0) t.add("gdr", static_cast<long>(v.gpu.gdr));
-    std::vector<Tag> links;
+    Element e{"gpu", {}, {}};
+    if (v.gpu.dev >= 0) e.add("dev", static_cast<long>(v.gpu.dev));
+    if (v.gpu.sm >= 0) e.add("sm", static_cast<long>(v.gpu.sm));
+    if (v.gpu.gdr >= 0) e.add("gdr", static_cast<long>(v.gpu.gdr));
     for (LinkId l : g_.links_of(id)) {
       const Link& k = g_.link(l);
       VertexId peer = g_.other_end(l, id);
       if (k.kind == LinkKind::kNvLink) {
-        Tag n("nvlink");
+        Element n{"nvlink", {}, {}};
         const Vertex& p = g_.vertex(peer);
         std::string tclass = k.nvlink_tclass;
         if (tclass.empty()) {
@@ -263,29 +293,22 @@ class Writer {
         if (!p.busid.empty()) n.add("target", p.busid);
         n.add("count", static_cast<long>(k.count));
         n.add("tclass", tclass);
-        links.push_back(std::move(n));
+        e.children.push_back(std::move(n));
       } else if (k.kind == LinkKind::kC2C) {
-        Tag c("c2c");
+        Element c{"c2c", {}, {}};
         int count = k.count > 0 ? k.count : 1;
         c.add("bw", std::lround(k.bandwidth * 1000.0 / count));  // MB/s per link
         c.add("count", static_cast<long>(count));
-        links.push_back(std::move(c));
+        e.children.push_back(std::move(c));
       }
     }
-    if (links.empty()) {
-      leaf(t, depth);
-      return;
-    }
-    open(t, depth);
-    for (const Tag& n : links) leaf(n, depth + 1);
-    close("gpu", depth);
+    return e;
   }
 
-  void write_nic(const Vertex& v, int depth) {
-    if (v.nic.ports.empty()) return;
-    open(Tag("nic"), depth);
+  static Element nic_element(const Vertex& v) {
+    Element nic{"nic", {}, {}};
     for (const NetPort& p : v.nic.ports) {
-      Tag t("net");
+      Element t{"net", {}, {}};
       t.add("name", p.name);
       if (p.speed_mbps > 0) t.add("speed", std::llround(p.speed_mbps));
       if (p.port >= 0) t.add("port", static_cast<long>(p.port));
@@ -293,9 +316,9 @@ class Writer {
       if (!p.guid.empty()) t.add("guid", hex_guid(p.guid));
       if (p.maxconn >= 0) t.add("maxconn", static_cast<long>(p.maxconn));
       if (p.gdr >= 0) t.add("gdr", static_cast<long>(p.gdr));
-      leaf(t, depth + 1);
+      nic.children.push_back(std::move(t));
     }
-    close("nic", depth);
+    return nic;
   }
 
   // Every GPU must have been placed under a <cpu>; a GPU NCCL cannot key is a bug upstream.
@@ -310,10 +333,87 @@ class Writer {
     }
   }
 
+  static std::size_t count(const Element& e) {
+    std::size_t n = 1;
+    for (const Element& c : e.children) n += count(c);
+    return n;
+  }
+
+  // Refuses, naming the element, what NCCL's loader would reject, misread or silently cut.
+  void check_limits(const Element& root) const {
+    std::size_t total = count(root);
+    if (total > kNcclMaxElements) {
+      throw Error(ErrorCode::kLimit, node_.source,
+                  "the NCCL XML would hold " + std::to_string(total) +
+                      " elements; NCCL's loader has 256 slots for the file and what it detects "
+                      "(at most " +
+                      std::to_string(kNcclMaxElements) + " from a file) and aborts beyond");
+    }
+    if (total + detected_ > kNcclMaxElements) {
+      throw Error(ErrorCode::kLimit, node_.source,
+                  "the NCCL XML would hold " + std::to_string(total) + " elements and NCCL adds " +
+                      std::to_string(detected_) +
+                      " for the GPUs and NICs it leaves to detection: more than the 256 slots "
+                      "NCCL's loader has, so NCCL would abort");
+    }
+    check_element(root);
+  }
+
+  void check_element(const Element& e) const {
+    if (e.children.size() > kNcclMaxChildren) {
+      throw Error(ErrorCode::kLimit, e.label(),
+                  "would have " + std::to_string(e.children.size()) +
+                      " child elements; NCCL before 2.21 loads at most " +
+                      std::to_string(kNcclMaxChildren) + " per element and fails beyond");
+    }
+    if (e.attrs.size() > kNcclMaxAttributes) {
+      throw Error(ErrorCode::kLimit, e.label(),
+                  "would have " + std::to_string(e.attrs.size()) + " attributes; NCCL reads " +
+                      std::to_string(kNcclMaxAttributes) + " and silently drops the rest");
+    }
+    for (const auto& [key, value] : e.attrs) {
+      for (char c : value) {
+        if (c == '"' || c == '<' || c == '>' || c == '\n' || c == '\r' || c == '\t' || c == '&' ||
+            static_cast<unsigned char>(c) < 0x20) {
+          throw Error(
+              ErrorCode::kBadInput, e.label(),
+              "attribute " + key + "=\"" + value + "\" cannot be written in NCCL's XML dialect");
+        }
+      }
+      if (value.size() > kNcclMaxString || key.size() > kNcclMaxString) {
+        throw Error(ErrorCode::kLimit, e.label(),
+                    "attribute " + key + " is " + std::to_string(value.size()) +
+                        " characters; NCCL's loader fails above " + std::to_string(kNcclMaxString));
+      }
+    }
+    for (const Element& c : e.children) check_element(c);
+  }
+
+  static void serialize(const Element& e, int depth, std::string& out) {
+    out.append(static_cast<std::size_t>(depth) * 2, ' ');
+    out += '<';
+    out += e.name;
+    for (const auto& [k, v] : e.attrs) {
+      out += ' ';
+      out += k;
+      out += "=\"";
+      out += v;
+      out += '"';
+    }
+    if (e.children.empty()) {
+      out += "/>\n";
+      return;
+    }
+    out += ">\n";
+    for (const Element& c : e.children) serialize(c, depth + 1, out);
+    out.append(static_cast<std::size_t>(depth) * 2, ' ');
+    out += "</" + e.name + ">\n";
+  }
+
   const NodeTopology& node_;
   const Graph& g_;
-  std::string out_;
-  std::size_t elements_ = 0;
+  std::vector<bool> keep_;
+  std::size_t detected_ = 0;
   std::vector<VertexId> placed_;
   std::set<std::string> busids_;
 };

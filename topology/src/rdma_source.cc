@@ -236,8 +236,10 @@ class RdmaScan {
       if (x.numa < 0 && d.numa >= 0) x.numa = d.numa;
       // Ports from an earlier source under the same device name are replaced, not duplicated.
       auto& ports = x.nic.ports;
+      // (A named copy: clang before 16 cannot capture a structured binding.)
+      const std::string& device = name;
       ports.erase(std::remove_if(ports.begin(), ports.end(),
-                                 [&](const NetPort& p) { return p.name == name; }),
+                                 [&device](const NetPort& p) { return p.name == device; }),
                   ports.end());
       for (const auto& [num, f] : d.ports) {
         NetPort p;

@@ -31,19 +31,23 @@ const char* kP5 = "nccl-topo/aws-p5.48xlarge-h100-8gpu-32efa-full-topo.xml";
 TEST(DiscoverCli, HelpOnEachSubcommand) {
   CliRun d = cli("discover --help");
   EXPECT_EQ(d.rc, 0);
-  for (const char* s : {"-i,--input", "--fsroot", "--of", "-o,--output", "Exit codes"}) {
+  for (const char* s :
+       {"-i,--input", "--format", "hwloc-xml", "--fsroot", "--of", "-o,--output", "Exit codes"}) {
     EXPECT_NE(d.out.find(s), std::string::npos) << s << "\n" << d.out;
   }
   CliRun n = cli("nccl-topo --help");
   EXPECT_EQ(n.rc, 0);
-  for (const char* s : {"-i,--input", "-o,--output", "256"}) {
+  for (const char* s :
+       {"-i,--input", "--format", "-o,--output", "255", "GPUs, NICs and NVSwitches"}) {
     EXPECT_NE(n.out.find(s), std::string::npos) << s << "\n" << n.out;
   }
 }
 
 TEST(DiscoverCli, UsageErrorsExitTwo) {
-  for (const char* args : {"discover --of yaml", "discover -i a.xml --fsroot /x",
-                           "discover --no-such-flag", "nccl-topo", "nccl-topo -i a.xml"}) {
+  for (const char* args :
+       {"discover --of yaml", "discover -i a.xml --fsroot /x", "discover --no-such-flag",
+        "nccl-topo", "nccl-topo -i a.xml", "discover --format nccl-xml",
+        "discover -i a.xml --format toml", "discover -i a.xml --format xml"}) {
     CliRun r = cli(args);
     EXPECT_EQ(r.rc, 2) << args << "\n" << r.err;
     EXPECT_FALSE(r.err.empty()) << args;
@@ -66,6 +70,10 @@ TEST(DiscoverCli, BadInputExitsOneNamingTheFile) {
       {"nccl-topo -i " + trunc + " -o " + scratch("never.xml"), trunc + ":"},
       {"nccl-topo -i " + std::string(kNdv4) + " -o /nonexistent/dir/out.xml",
        "/nonexistent/dir/out.xml"},
+      {"discover -i " + std::string(kNdv4) + " --format hwloc-xml",
+       "is NCCL topology XML, not hwloc XML"},
+      {"discover -i ibnetdiscover/psmn-x5-qdr-voltaire-mellanox-100nodes.ibnetdiscover.txt",
+       "a fabric description, not a node capture"},
   };
   for (const Case& c : cases) {
     CliRun r = cli(c.args);
@@ -76,6 +84,31 @@ TEST(DiscoverCli, BadInputExitsOneNamingTheFile) {
   }
   EXPECT_FALSE(fs::exists(scratch("never.xml")));
   fs::remove(trunc);
+}
+
+// A capture saved from a terminal (BOM, prompt and command, CRLF, the next prompt) or gzipped
+// gives the same node; the skipped lines are noted; --format names the format.
+TEST(DiscoverCli, TerminalCapturesAndGzipGiveTheSameNode) {
+  std::string text = slurp(std::string(TOPOAWARE_TEST_FIXTURES) + "/" + kNdv4);
+  std::string crlf;
+  for (char c : text) crlf += c == '\n' ? std::string("\r\n") : std::string(1, c);
+  std::string term = scratch("term.xml");
+  std::ofstream(term, std::ios::binary) << "\xEF\xBB\xBFuser@login01:~$ cat ndv4-topo.xml\r\n"
+                                        << crlf << "user@login01:~$ \r\n";
+  CliRun clean = cli(std::string("nccl-topo -i ") + kNdv4 + " -o -");
+  CliRun dirty = cli("nccl-topo -i " + term + " --format nccl-xml -o -");
+  ASSERT_EQ(dirty.rc, 0) << dirty.err;
+  EXPECT_EQ(dirty.out, clean.out);
+  ASSERT_EQ(std::system(("gzip -c '" + term + "' > '" + term + ".gz'").c_str()), 0);
+  CliRun gz = cli("discover -i " + term + ".gz");
+  ASSERT_EQ(gz.rc, 0) << gz.err;
+  EXPECT_NE(gz.out.find(":1: skipped a shell prompt or command line before the data: "
+                        "`user@login01:~$ cat ndv4-topo.xml`"),
+            std::string::npos)
+      << gz.out;
+  EXPECT_NE(gz.out.find("8 GPUs"), std::string::npos) << gz.out;
+  fs::remove(term);
+  fs::remove(term + ".gz");
 }
 
 TEST(DiscoverCli, JsonFieldsScriptsRelyOn) {

@@ -28,8 +28,8 @@ const char* kPsmnMap = "ibnetdiscover/psmn-x5-guid-to-hostname.map";
 TEST(FabricCli, HelpNamesEveryOption) {
   CliRun r = cli("fabric --help");
   EXPECT_EQ(r.rc, 0);
-  for (const char* s :
-       {"-i,--input", "--map", "--of", "slurm-tree", "slurm-block", "dot", "json", "-o,--output"}) {
+  for (const char* s : {"-i,--input", "--format", "slurm-topology", "--map", "--of", "slurm-tree",
+                        "slurm-block", "dot", "json", "-o,--output"}) {
     EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
   }
 }
@@ -37,6 +37,47 @@ TEST(FabricCli, HelpNamesEveryOption) {
 TEST(FabricCli, UsageErrorsExitTwo) {
   EXPECT_EQ(cli("fabric").rc, 2);  // -i is required
   EXPECT_EQ(cli(std::string("fabric -i ") + kPsmn + " --of yaml").rc, 2);
+  CliRun f = cli(std::string("fabric -i ") + kPsmn + " --format yaml");
+  EXPECT_EQ(f.rc, 2);
+  EXPECT_NE(f.err.find("--format"), std::string::npos) << f.err;
+  EXPECT_EQ(cli(std::string("fabric -i ") + kPsmn + " --format nccl-xml").rc, 2);  // a node's
+}
+
+// The capture: the dump saved from a terminal session, with a byte-order mark, the
+// prompt and command in front, CRLF line ends and the next prompt after it. `fabric` reports the
+// same switches and hosts as for the clean file, and a note per skipped line.
+TEST(FabricCli, TerminalCaptureReportsWhatTheCleanFileDoes) {
+  std::string dump = slurp(std::string(TOPOAWARE_TEST_FIXTURES) + "/" + kPsmn);
+  std::string crlf;
+  for (char c : dump) crlf += c == '\n' ? std::string("\r\n") : std::string(1, c);
+  std::string term = scratch("term.txt");
+  std::ofstream(term, std::ios::binary) << "\xEF\xBB\xBF[root@ufm01 dir]# ibnetdiscover\r\n"
+                                        << crlf << "[root@ufm01 dir]# \r\n";
+  CliRun clean = cli(std::string("fabric -i ") + kPsmn + " --map " + kPsmnMap + " --of json");
+  CliRun dirty = cli("fabric -i " + term + " --map " + kPsmnMap + " --of json");
+  ASSERT_EQ(dirty.rc, 0) << dirty.err;
+  auto a = nlohmann::json::parse(clean.out), b = nlohmann::json::parse(dirty.out);
+  for (const char* key : {"switches", "hosts", "switch_links", "tiers", "levels", "anomalies"}) {
+    EXPECT_EQ(a[key], b[key]) << key;
+  }
+  ASSERT_EQ(b["notes"].size(), a["notes"].size() + 2);
+  EXPECT_NE(b["notes"][0].get<std::string>().find(
+                term + ":1: skipped a shell prompt or command line before the data: "
+                       "`[root@ufm01 dir]# ibnetdiscover`"),
+            std::string::npos)
+      << b["notes"][0];
+  // The text output says it too, under notes.
+  CliRun text = cli("fabric -i " + term);
+  EXPECT_NE(text.out.find("11 switches, 89 hosts"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("after the data: `[root@ufm01 dir]#`"), std::string::npos) << text.out;
+  // --format says what detection would, or overrides it.
+  EXPECT_EQ(
+      cli("fabric -i " + term + " --map " + kPsmnMap + " --format ibnetdiscover --of json").out,
+      dirty.out);
+  CliRun toml = cli("fabric -i " + term + " --format toml");
+  EXPECT_EQ(toml.rc, 1);
+  EXPECT_NE(toml.err.find("TOML"), std::string::npos) << toml.err;
+  fs::remove(term);
 }
 
 TEST(FabricCli, TextShowsTiersHostsRailsAnomalies) {

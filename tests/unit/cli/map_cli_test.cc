@@ -106,6 +106,32 @@ TEST(MapCliTest, InspectRecomputesThePlan) {
   EXPECT_NE(t.out.find("per dim"), std::string::npos);
 }
 
+// --format names the fabric file's format; the plan records it, so inspect reads the file the
+// same way, and inspect --format overrides what the plan says.
+TEST(MapCliTest, FabricFormatIsGivenRecordedAndOverridable) {
+  auto dir = std::filesystem::path(TOPOAWARE_BINARY_DIR) / "map_cli_test";
+  std::filesystem::create_directories(dir);
+  std::string plan = (dir / "plan-format.json").string();
+  CliRun m = cli("map " + lab_args() +
+                 " --format toml --nodes 'node[1-2]' --layout tp=8 --of json -o " + plan);
+  ASSERT_EQ(m.rc, 0) << m.err;
+  std::ifstream f(plan);
+  auto p = nlohmann::json::parse(f);
+  EXPECT_EQ(p["inputs"]["fabric_format"], "toml");
+  EXPECT_EQ(cli("inspect " + plan).rc, 0);
+  CliRun wrong = cli("inspect " + plan + " --format ibnetdiscover");
+  EXPECT_EQ(wrong.rc, 1);
+  EXPECT_NE(wrong.err.find("lab-cluster.toml"), std::string::npos) << wrong.err;
+  CliRun bad = cli("map " + lab_args() + " --format ibnetdiscover --nodes 'node[1-2]'");
+  EXPECT_EQ(bad.rc, 1);
+  EXPECT_NE(bad.err.find("lab-cluster.toml:"), std::string::npos) << bad.err;
+  EXPECT_EQ(cli("map " + lab_args() + " --format hwloc-xml --nodes 'node[1-2]'").rc, 2);
+  // Without --format the plan records nothing, as before.
+  CliRun d = cli("map " + lab_args() + " --nodes 'node[1-2]' --layout tp=8 --of json");
+  ASSERT_EQ(d.rc, 0) << d.err;
+  EXPECT_FALSE(nlohmann::json::parse(d.out)["inputs"].contains("fabric_format"));
+}
+
 TEST(MapCliTest, HostfileListsRankHosts) {
   CliRun r = cli("map " + lab_args() + " --nodes 'node[1-2]' --layout tp=8 --of hostfile");
   ASSERT_EQ(r.rc, 0) << r.err;

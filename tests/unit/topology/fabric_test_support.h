@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -16,7 +18,9 @@ namespace topoaware::test {
 
 // Writes `text` to a fresh file under the test temp dir and returns its path.
 inline std::string write_temp(const std::string& name, const std::string& text) {
-  std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "topoaware-fabric";
+  // Per process: ctest runs every test as its own process, several at once.
+  std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) /
+                              ("topoaware-fabric-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   std::filesystem::path p = dir / name;
   std::ofstream(p, std::ios::binary | std::ios::trunc) << text;

@@ -1,6 +1,7 @@
 // discover_live() and the sysfs node builder: the fake DGX H100 tree (tests/fixtures/sysfs),
 // damaged copies of it, and this machine.
 #include <gtest/gtest.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -372,7 +373,8 @@ TEST_F(DamagedTree, AbsoluteLinksResolveInsideTheRoot) {
 
 // The checked-in tree is exactly what its script writes (names, file contents, link targets).
 TEST(SysfsFixture, ScriptRegeneratesTheCheckedInTree) {
-  fs::path out = fs::path(::testing::TempDir()) / "sysfs-regenerated";
+  fs::path out =
+      fs::path(::testing::TempDir()) / ("sysfs-regenerated-" + std::to_string(::getpid()));
   fs::remove_all(out);
   std::string cmd = "bash '" + test::fixture("sysfs/make-dgx-h100.sh") + "' '" + out.string() + "'";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;

@@ -2,9 +2,11 @@
 // independently of the library's reader and writer so a test can hold the writer to them.
 //
 // Two severities. kError: something NCCL's parser rejects or misreads (prolog, tab, text, a tag
-// across lines, unquoted or spaced attributes, over-long values, more than 16 attributes, 640
-// children or 256 elements, zero-padded or non-decimal integers, upper-case or short bus ids, a
-// wrong version, missing required keys, elements outside NCCL's nesting table). kIncomplete:
+// across lines, unquoted or spaced attributes, over-long values, more than 16 attributes, 32
+// children or 255 elements, zero-padded or non-decimal integers, upper-case or short bus ids, a
+// wrong version, missing required keys, elements outside NCCL's nesting table). Counts are the
+// smallest across NCCL releases still in use: 255 elements (256 slots, and the loader wants a
+// free one before reading the closing </system>), 32 children (MAX_SUBS before 2.21). kIncomplete:
 // allowed, but an attribute NCCL would then fill per rank (cpu affinity/arch/vendor/family/
 // model, pci class/link_speed/link_width), which the fusion rule of section 2 warns about.
 #pragma once
@@ -46,8 +48,8 @@ class NcclXmlLint {
     element("", 0);
     skip_misc();
     if (pos_ < s_.size()) error("trailing", "content after the root element");
-    if (elements_ > 256) {
-      error("nodes", std::to_string(elements_) + " elements, NCCL accepts at most 256");
+    if (elements_ > 255) {
+      error("nodes", std::to_string(elements_) + " elements, NCCL's loader takes at most 255");
     }
     return issues_;
   }
@@ -155,7 +157,8 @@ class NcclXmlLint {
     if (has("numaid")) id += " " + m["numaid"];
     if (has("name")) id += " " + m["name"];
     for (const auto& [k, v] : a) {
-      if (ints.count(k) && !is_decimal(v)) {
+      // NCCL's own dumps write link_width="" where sysfs has none; NCCL reads it as x16.
+      if (ints.count(k) && !is_decimal(v) && !(k == "link_width" && v.empty())) {
         error(id + " " + k, k + "=\"" + v + "\" is not a plain decimal integer (no zero padding)");
       }
       if (hexes.count(k) && !(name == "cpu" && k == "vendor") && !is_hex(v)) {
@@ -317,7 +320,7 @@ class NcclXmlLint {
         if (pos_ < s_.size()) adv();
         break;
       }
-      if (++children > 640) error("children " + name, "more than 640 children");
+      if (++children > 32) error("children " + name, "more than 32 children (NCCL < 2.21)");
       element(name, depth + 1);
     }
   }

@@ -105,7 +105,9 @@ TEST(NodeNcclXml, RefusesWhatNcclCannotKey) {
     node_to_nccl_xml(n);
     FAIL() << "a quote inside a value would break NCCL's parser";
   } catch (const Error& e) {
-    EXPECT_EQ(e.context(), "vendor");
+    EXPECT_EQ(e.context(), "<cpu numaid=\"0\">");  // the element, and in the message its attribute
+    EXPECT_NE(std::string(e.what()).find("attribute vendor=\"Genuine\"Intel\""), std::string::npos)
+        << e.what();
   }
   n.graph.vertex(c).cpu.vendor = "GenuineIntel";
   n.graph.vertex(g).parent = VertexId();
@@ -172,20 +174,39 @@ TEST(NodeDot, IsValidGraphviz) {
   }
 }
 
-// hwloc's "conan" export lists 0000:04:00.0 twice (a SATA controller and a ConnectX-4): NCCL
-// XML is refused, and the message names the capture as well as the bus id, so `nccl-topo -i`
-// says which file to fix.
-TEST(NodeNcclXml, DuplicateBusidRefusalNamesTheCapture) {
+// hwloc's "conan" export lists 0000:04:00.0 twice (a SATA controller and a ConnectX-4). Only
+// the ConnectX-4 is on a GPU/NIC path, so the NCCL XML holds it once and is unambiguous.
+TEST(NodeNcclXml, ConanWritesItsHcaOnceWithoutTheChipsetFunctionOfTheSameBusid) {
   std::string path = test::fixture("hwloc/hwloc-v2fmt-2s-xeon-e5-2650-cuda-mlx5-ib-wholeio.xml");
   NodeTopology n = load_hwloc_xml(path);
+  std::size_t functions = 0;
+  for (const Vertex& v : n.graph.vertices()) functions += v.busid == "0000:04:00.0" ? 1 : 0;
+  ASSERT_EQ(functions, 2u);
+  std::string xml = node_to_nccl_xml(n);
+  std::size_t first = xml.find("busid=\"0000:04:00.0\"");
+  ASSERT_NE(first, std::string::npos);
+  EXPECT_EQ(xml.find("busid=\"0000:04:00.0\"", first + 1), std::string::npos);
+  EXPECT_NE(xml.find("busid=\"0000:04:00.0\" class=\"0x020700\" vendor=\"0x15b3\""),
+            std::string::npos)
+      << xml;
+}
+
+// Two kept functions with one bus id are refused, and the message names the capture as well as
+// the bus id, so `nccl-topo -i` says which file to fix.
+TEST(NodeNcclXml, DuplicateBusidRefusalNamesTheCapture) {
+  std::string path = test::fixture("nccl-topo/dgx-h100-topo.xml");
+  NodeTopology n = load_nccl_xml(path);
+  ASSERT_GE(n.gpus().size(), 2u);
+  std::string busid = n.graph.vertex(n.gpus()[0]).busid;
+  n.graph.vertex(n.gpus()[1]).busid = busid;
   try {
     node_to_nccl_xml(n);
-    ADD_FAILURE() << "conan written despite two functions at 0000:04:00.0";
+    ADD_FAILURE() << "written despite two GPUs at " << busid;
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kBadInput);
     std::string what = e.what();
     EXPECT_NE(what.find(path), std::string::npos) << what;
-    EXPECT_NE(what.find("0000:04:00.0"), std::string::npos) << what;
+    EXPECT_NE(what.find(busid), std::string::npos) << what;
     EXPECT_NE(what.find("share this bus id"), std::string::npos) << what;
   }
 }

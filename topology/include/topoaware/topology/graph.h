@@ -68,6 +68,10 @@ struct PciInfo {
   std::string link_speed;  // NCCL form: "16.0 GT/s PCIe"; empty when unknown
   int link_width = -1;     // lanes; -1 unknown
   std::string vendor, device, subsystem_vendor, subsystem_device;  // "0x10de" or empty
+  // Attributes the source wrote with an empty value ("link_speed", "link_width" in VM dumps
+  // where sysfs had none). NCCL takes an empty value as given instead of reading sysfs, so
+  // the NCCL XML writer writes them back empty.
+  std::vector<std::string> empty_attrs;
 };
 
 struct GpuInfo {
