@@ -17,11 +17,13 @@ struct IncrementalCost::State {
   const Traffic& t;
   ResourceIndex res;
   std::vector<double> cap;
+  std::vector<std::uint32_t> links;  // ECMP links per resource (0: flows spread evenly)
   std::vector<std::uint32_t> a;  // slot of rank
   // Per dim (and one more for the explicit matrix): loads, the worst resource's time, the
   // groups' reach histogram (for the latency term).
   std::size_t dims = 0;
   std::vector<std::vector<double>> load;
+  std::vector<std::vector<double>> square;  // per lane, on ECMP resources: sum of flows' bytes^2
   std::vector<double> worst;
   std::vector<std::size_t> worst_at;
   std::vector<std::vector<long long>> reach_count;
@@ -36,7 +38,7 @@ struct IncrementalCost::State {
   // figures it replaced.
   struct Saved {
     std::size_t lane, resource;
-    double load;
+    double load, square;
   };
   std::vector<Saved> journal;
   std::vector<double> saved_worst;
@@ -52,8 +54,10 @@ struct IncrementalCost::State {
     double sign;
     void load(std::size_t r, double bytes) {
       double& l = s.load[lane][r];
-      if (s.journaling) s.journal.push_back({lane, r, l});
+      const bool ecmp = s.links[r] > 1;
+      if (s.journaling) s.journal.push_back({lane, r, l, ecmp ? s.square[lane][r] : 0.0});
       l += sign * bytes;
+      if (ecmp) s.square[lane][r] += sign * bytes * bytes;
       if (sign > 0) s.touched.push_back(r);
     }
     void tier(int, double) {}
@@ -73,9 +77,12 @@ struct IncrementalCost::State {
     }
     res = internal::resource_index(m);
     cap = internal::resource_capacity(m, res);
+    links = internal::resource_ecmp_links(m, res);
     dims = t.dims.size();
     const std::size_t lanes = dims + (t.matrix.empty() ? 0 : 1);
     load.assign(lanes, std::vector<double>(res.total, 0.0));
+    const bool any_ecmp = std::any_of(links.begin(), links.end(), [](auto k) { return k > 1; });
+    square.assign(lanes, std::vector<double>(any_ecmp ? res.total : 0, 0.0));
     worst.assign(lanes, 0.0);
     worst_at.assign(lanes, 0);
     reach_count.assign(lanes, std::vector<long long>(m.levels.size() + 2, 0));
@@ -111,7 +118,10 @@ struct IncrementalCost::State {
   double value(std::size_t lane, std::size_t r) const {
     const double l = load[lane][r];
     if (l <= zero) return 0;
-    return cap[r] > 0 ? l / cap[r] : std::numeric_limits<double>::infinity();
+    const double time = cap[r] > 0 ? l / cap[r] : std::numeric_limits<double>::infinity();
+    if (links[r] <= 1) return time;
+    const double q = square[lane][r];
+    return q > 0 ? time * internal::ecmp_factor(l * l / q, links[r]) : time;
   }
 
   void rescan(std::size_t lane) {
@@ -146,7 +156,7 @@ struct IncrementalCost::State {
     const Flow& f = t.matrix[i];
     Sink sink{*this, dims, sign};
     internal::route_flow(m, res, a[static_cast<std::size_t>(f.from)],
-                         a[static_cast<std::size_t>(f.to)], f.bytes, sink);
+                         a[static_cast<std::size_t>(f.to)], f.bytes, true, sink);
     work += 1;
   }
 
@@ -249,7 +259,10 @@ struct IncrementalCost::State {
 
   void undo() {
     if (last.empty()) throw Error("cost model: nothing to undo");
-    for (auto it = journal.rbegin(); it != journal.rend(); ++it) load[it->lane][it->resource] = it->load;
+    for (auto it = journal.rbegin(); it != journal.rend(); ++it) {
+      load[it->lane][it->resource] = it->load;
+      if (!square[it->lane].empty()) square[it->lane][it->resource] = it->square;
+    }
     worst = saved_worst;
     worst_at = saved_worst_at;
     reach_count = saved_reach;

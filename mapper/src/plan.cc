@@ -22,18 +22,30 @@ namespace {
 
 using Assignment = std::vector<std::uint32_t>;  // slot of each rank
 
-// A score: modeled seconds, then bytes crossing levels. Times within a relative 1e-5 count as
-// equal (latency terms differ by microseconds between otherwise equal plans), and then the
-// plan that keeps traffic lower in the tree wins: it leaves the spine to other jobs.
+// A score: modeled seconds, then bytes crossing levels.
 struct Score {
   double seconds = 0;
   double crossing = 0;
-  bool better_than(const Score& o) const {
-    const double tol = 1e-5 * std::max(seconds, o.seconds);
-    if (seconds < o.seconds - tol) return true;
-    if (seconds > o.seconds + tol) return false;
-    return crossing < o.crossing * (1 - 1e-9);
+};
+
+// The order scores are compared in: seconds in steps of 1e-5 of a reference time (latency terms
+// differ by microseconds between otherwise equal plans), then crossing bytes in steps of 1e-9 of
+// a reference (the plan that keeps traffic lower in the tree leaves the spine to other jobs).
+// Comparing quantized keys is a strict weak ordering, so it may sort; a tolerance compare ("within
+// 1e-5 of each other") is not transitive and may not. References: the instance's first score.
+class ScoreOrder {
+ public:
+  explicit ScoreOrder(const Score& reference)
+      : second_step_(1e-5 * std::max(reference.seconds, 1e-12)),
+        crossing_step_(1e-9 * std::max(reference.crossing, 1.0)) {}
+  // Whether `a` is strictly better than `b`.
+  bool operator()(const Score& a, const Score& b) const { return key(a) < key(b); }
+
+ private:
+  std::pair<double, double> key(const Score& s) const {
+    return {std::floor(s.seconds / second_step_), std::floor(s.crossing / crossing_step_)};
   }
+  double second_step_, crossing_step_;
 };
 
 Score score(const Machine& m, const Traffic& t, const std::vector<std::uint32_t>& a) {
@@ -266,23 +278,63 @@ class Mapper {
   }
 
   // `bound`: lower_bound() of the instance; refinement stops once a plan is within 0.5% of it.
+  // Steps: candidate rank orders, the starts they give (scored), refinement of the best.
   Assignment topo(double bound, long long* moves_done) {
-    const Machine& m = in_.machine;
     const Traffic& t = in_.traffic;
-    const long long world = t.world;
-    // Candidate evaluations cost O(ranks) each: keep their count x ranks under a fixed budget so
-    // 131k ranks stay within seconds (refinement has its own, kRefineWork).
-    const double work_cap = 1.5e6;
-    long long evals_left = std::max<long long>(4, static_cast<long long>(work_cap / world));
+    const std::vector<std::size_t> heavy = heavy_dims();
+    Starts starts = candidate_starts(heavy);
+    const ScoreOrder better(starts.front().first);
+    std::stable_sort(starts.begin(), starts.end(),
+                     [&](const auto& x, const auto& y) { return better(x.first, y.first); });
+    const long long budget =
+        req_.refine_moves >= 0
+            ? req_.refine_moves
+            : static_cast<long long>(std::max(0.0, req_.refine_budget_ms) * kMovesPerMs);
+    // Small instances: steepest descent from the best few starts (local optima differ);
+    // larger ones: one refinement of the best start.
+    const std::size_t tries = t.world <= 24 ? std::min<std::size_t>(4, starts.size()) : 1;
+    // Within 0.5% of the bound the optimum is at most that much better: stop searching.
+    const double good_enough = t.world <= 24 ? 0.0 : bound * 1.005;
+    Assignment best = starts[0].second;
+    Score best_cost = starts[0].first;
+    *moves_done = 0;
+    for (std::size_t i = 0; i < tries; ++i) {
+      Assignment a = starts[i].second;
+      Score c = starts[i].first;
+      *moves_done += refine(a, c, better, budget / static_cast<long long>(tries),
+                            kRefineWork / static_cast<long long>(tries), good_enough);
+      if (better(c, best_cost)) {
+        best_cost = c;
+        best = std::move(a);
+      }
+    }
+    return best;
+  }
 
-    // Dims that communicate, heaviest first.
+ private:
+  using Starts = std::vector<std::pair<Score, Assignment>>;
+
+  // Dims that communicate, heaviest (bytes per rank) first.
+  std::vector<std::size_t> heavy_dims() const {
+    const Traffic& t = in_.traffic;
+    std::vector<std::size_t> heavy;
+    for (std::size_t d = 0; d < t.dims.size(); ++d) {
+      if (t.dims[d].size > 1) heavy.push_back(d);
+    }
+    std::stable_sort(heavy.begin(), heavy.end(),
+                     [&](auto a, auto b) { return dim_weight(t.dims[a]) > dim_weight(t.dims[b]); });
+    return heavy;
+  }
+
+  // Candidate orders of the dims (innermost first): by weight, the layout's own, and every
+  // permutation up to 4 dims (beyond: the heavy order with each adjacent pair swapped).
+  std::vector<std::vector<std::size_t>> candidate_orders(
+      const std::vector<std::size_t>& heavy) const {
+    const Traffic& t = in_.traffic;
     std::vector<std::size_t> dims;
     for (std::size_t d = 0; d < t.dims.size(); ++d) {
       if (t.dims[d].size > 1) dims.push_back(d);
     }
-    std::vector<std::size_t> heavy = dims;
-    std::stable_sort(heavy.begin(), heavy.end(),
-                     [&](auto a, auto b) { return dim_weight(t.dims[a]) > dim_weight(t.dims[b]); });
     std::vector<std::vector<std::size_t>> orders;
     auto add_order = [&](const std::vector<std::size_t>& o) {
       if (std::find(orders.begin(), orders.end(), o) == orders.end()) orders.push_back(o);
@@ -295,16 +347,24 @@ class Mapper {
       do add_order(p);
       while (std::next_permutation(p.begin(), p.end()));
     } else {
-      // Beyond 4 dims (120+ orders): the heavy order with each adjacent pair swapped.
       for (std::size_t i = 0; i + 1 < heavy.size(); ++i) {
         std::vector<std::size_t> p = heavy;
         std::swap(p[i], p[i + 1]);
         add_order(p);
       }
     }
+    return orders;
+  }
 
-    // Candidates in a fixed order; kept sorted by score (stable) for multi-start refinement.
-    std::vector<std::pair<Score, Assignment>> starts;
+  // The starts, scored, in a fixed order: block by name, every candidate order with each
+  // packing, then split orders. Candidate evaluations cost O(ranks) each: their count x ranks
+  // stays under a fixed budget so 131k ranks stay within seconds (refinement has its own).
+  Starts candidate_starts(const std::vector<std::size_t>& heavy) {
+    const Machine& m = in_.machine;
+    const Traffic& t = in_.traffic;
+    const double work_cap = 1.5e6;
+    long long evals_left = std::max<long long>(4, static_cast<long long>(work_cap / t.world));
+    Starts starts;
     auto consider = [&](Assignment a) {
       if (req_.host_blocks) a = host_blocks(a);
       for (const auto& [sc, x] : starts) {
@@ -322,6 +382,7 @@ class Mapper {
       const auto u = static_cast<std::size_t>(t.dims[heavy[0]].size);
       for (const auto& sl : slots_of_host_) partial |= sl.size() % u != 0;
     }
+    const std::vector<std::vector<std::size_t>> orders = candidate_orders(heavy);
     for (std::size_t o = 0; o < orders.size(); ++o) {
       for (Packing packing : {Packing::kPieces, Packing::kAligned, Packing::kRuns, Packing::kNone}) {
         if (evals_left <= 0) break;
@@ -351,34 +412,9 @@ class Mapper {
         }
       }
     }
-    std::stable_sort(starts.begin(), starts.end(),
-                     [](const auto& x, const auto& y) { return x.first.better_than(y.first); });
-    const long long budget =
-        req_.refine_moves >= 0
-            ? req_.refine_moves
-            : static_cast<long long>(std::max(0.0, req_.refine_budget_ms) * kMovesPerMs);
-    // Small instances: steepest descent from the best few starts (local optima differ);
-    // larger ones: one refinement of the best start.
-    const std::size_t tries = t.world <= 24 ? std::min<std::size_t>(4, starts.size()) : 1;
-    // Within 0.5% of the bound the optimum is at most that much better: stop searching.
-    const double good_enough = t.world <= 24 ? 0.0 : bound * 1.005;
-    Assignment best = starts[0].second;
-    Score best_cost = starts[0].first;
-    *moves_done = 0;
-    for (std::size_t i = 0; i < tries; ++i) {
-      Assignment a = starts[i].second;
-      Score c = starts[i].first;
-      *moves_done += refine(a, c, budget / static_cast<long long>(tries),
-                            kRefineWork / static_cast<long long>(tries), good_enough);
-      if (c.better_than(best_cost)) {
-        best_cost = c;
-        best = std::move(a);
-      }
-    }
-    return best;
+    return starts;
   }
 
- private:
   // Slurm's block order over hosts sorted by name: the canonical starting point.
   Assignment block_by_name() const {
     Assignment a;
@@ -566,11 +602,11 @@ class Mapper {
   // the step gets faster (ties: less traffic up the tree). Moves are scored incrementally
   // (IncrementalCost: only the moved ranks' groups are re-routed). Every move counts against
   // `budget`, and the work of all moves against `work_cap`: deterministic, never wall time.
-  long long refine(Assignment& a, Score& cost, long long budget, long long work_cap,
-                   double good_enough) {
+  long long refine(Assignment& a, Score& cost, const ScoreOrder& better, long long budget,
+                   long long work_cap, double good_enough) {
     if (a.size() < 2 || budget <= 0) return 0;
     IncrementalCost inc(in_.machine, in_.traffic, a);
-    Refiner r{inc, cost, budget, work_cap, 0, good_enough};
+    Refiner r{inc, better, cost, budget, work_cap, 0, good_enough};
     refine_hosts(r);
     refine_ranks(r);
     a = inc.slot_of_rank();
@@ -580,6 +616,7 @@ class Mapper {
 
   struct Refiner {
     IncrementalCost& inc;
+    const ScoreOrder& better;
     Score cost;
     long long budget, work_cap, used;
     double good_enough;  // seconds: no move can gain enough below this to be worth a search
@@ -591,7 +628,7 @@ class Mapper {
       inc.exchange(pairs);
       ++used;
       Score c{inc.seconds(), inc.crossing()};
-      if (c.better_than(cost)) {
+      if (better(c, cost)) {
         cost = c;
         return true;
       }
@@ -678,14 +715,14 @@ class Mapper {
             ++r.used;
             Score c{r.inc.seconds(), r.inc.crossing()};
             r.inc.undo();
-            if (c.better_than(best)) {
+            if (r.better(c, best)) {
               best = c;
               bi = i;
               bj = j;
             }
           }
         }
-        if (best.better_than(r.cost)) {
+        if (r.better(best, r.cost)) {
           pair[0] = {bi, bj};
           r.inc.exchange(pair);
           r.cost = best;
@@ -811,6 +848,7 @@ RankPlan plan(const topology::Fabric& fabric,
   out.rail_optimized = fabric.rail_optimized;
   out.host_blocks = request.host_blocks;
   out.lower_bound = lower_bound(m, in.traffic);
+  out.assumptions = m.assumptions;
   Assignment block = mapper.block();
   Assignment a;
   switch (request.algorithm) {
@@ -897,6 +935,13 @@ RankPlan plan(const topology::Fabric& fabric,
     out.rank_of_task.push_back(tp.rank);
   }
   return out;
+}
+
+std::string assumptions_line(const std::vector<std::string>& assumptions) {
+  if (assumptions.empty()) return {};
+  std::string s = "figures assume: ";
+  for (std::size_t i = 0; i < assumptions.size(); ++i) s += (i ? "; " : "") + assumptions[i];
+  return s;
 }
 
 bool is_device_name(std::string_view s) {

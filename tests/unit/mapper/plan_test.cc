@@ -92,9 +92,11 @@ TEST(PlanTest, ContiguousNameOrderedAllocationKeepsBlockCost) {
   Cluster c = cluster(false);
   Request r = request_of(whole_hosts(c.fabric, 8, 16), "tp=8,pp=2,dp=auto");
   RankPlan p = plan(c.fabric, same_node(c, r.hosts.size()), r);
-  // Block is already good there: topo may shave a little, never more than a few percent.
+  // Block is already good there: topo may shave a little, never much. (It shaves 5%: dp groups of
+  // 4 + 4 GPUs on two hosts run as NCCL trees over 4 NICs each, where block's dp rings of 8
+  // hosts send 2 x 7/8 S through one NIC each; tp then spans two hosts, also as trees.)
   EXPECT_LE(p.cost.seconds, p.block_cost.seconds);
-  EXPECT_GE(p.cost.seconds, 0.97 * p.block_cost.seconds);
+  EXPECT_GE(p.cost.seconds, 0.9 * p.block_cost.seconds);
   EXPECT_LE(p.lower_bound, p.cost.seconds);
 }
 
@@ -144,7 +146,11 @@ TEST(PlanTest, PartialHostsAreCutWithoutSingleGpuPieces) {
   };
   EXPECT_EQ(smallest_piece(p, true), 1) << "Slurm's order leaves a one-GPU piece";
   EXPECT_GE(smallest_piece(p, false), 2);
-  EXPECT_LT(p.cost.seconds, 0.75 * p.block_cost.seconds)
+  // Block's 7 + 1 group is a two-host NCCL tree (its one GPU sends S, not a ring's 2 x 7/8 S), so
+  // the cut gains less than it did against rings: 3.54 s against 3.97 s. (A cut into two-host
+  // units only, 4+4, 3+5, 6+2, 8, would reach 2.2 s; the piece cutter maximizes the smallest
+  // piece and leaves a 2+4+2 ring: docs/mapper.md, "Where topo leaves room".)
+  EXPECT_LT(p.cost.seconds, 0.92 * p.block_cost.seconds)
       << "topo " << p.cost.seconds << " s, block " << p.block_cost.seconds << " s";
   EXPECT_LE(p.lower_bound, p.cost.seconds * (1 + 1e-12));
 }

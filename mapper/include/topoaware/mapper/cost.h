@@ -27,11 +27,18 @@
 
 namespace topoaware::mapper {
 
+// A run of host-local port indexes in Machine::port_list.
+struct PortRange {
+  std::uint32_t begin = 0;
+  std::uint32_t count = 0;
+};
+
 // One place a rank can run: a GPU of a host of the step.
 struct Slot {
   std::uint32_t host = 0;  // index into Machine::hosts (the step's hosts, sorted by name)
   int gpu = -1;            // NVML index
-  int port = 0;            // index of the host's fabric port its traffic leaves by (its rail)
+  int port = 0;            // its first (nearest) fabric port: its rail
+  PortRange ports;         // every port NCCL spreads this GPU's channels over (port first)
 };
 
 // One locality level the network routes through (Fabric::levels without host/nvlink levels),
@@ -42,6 +49,10 @@ struct NetLevel {
   std::vector<double> uplink_gbps;           // per dense group
   std::vector<std::string> group_label;      // "leaf of node017" (its first host by name)
   double latency_us = 0;
+  // ECMP (Fabric routing of this level's tier): each flow hashes onto one of a group's
+  // uplink_links parallel links, and a group's uplink is charged its expected worst link.
+  bool ecmp = false;
+  std::vector<std::uint32_t> uplink_links;  // per dense group
 };
 
 // What the cost model routes over, gathered once per plan from the fabric and node models.
@@ -53,6 +64,15 @@ struct Machine {
   std::vector<std::uint32_t> port_base;    // per host: first index into port_gbps
   std::vector<std::uint32_t> port_count;   // per host
   std::vector<double> port_gbps;           // every host port, host after host
+  std::vector<std::uint32_t> port_list;    // what PortRanges index: host-local port indexes
+  // NCCL's PXN (send/recv and all-to-all, not rings): a GPU sends to a peer through the NICs of
+  // its host's GPU with the peer's NVML index, after an NVLink hop to it. Per host: whether its
+  // GPUs reach each other over NVLink (else no PXN), and the ports of each NVML index's GPU
+  // (relay_ports(), empty where unknown).
+  std::vector<char> pxn;
+  std::vector<std::uint32_t> relay_base;   // per host: index into relay_ranges of NVML index 0
+  std::vector<std::uint32_t> relay_count;  // per host: NVML indexes described
+  std::vector<PortRange> relay_ranges;
   std::vector<int> domain_of_host;         // NVLink domain (dense) or -1
   std::vector<NetLevel> levels;            // innermost first
   bool rail_optimized = false;
@@ -60,11 +80,25 @@ struct Machine {
   // Latency of a flow by how far it reached: [0] inside a host/NVLink domain, [1] inside one
   // group of levels[0], [2 + l] across level l (Fabric::levels latency_us of the common level).
   std::vector<double> reach_latency_us;
+  // What the capacities above rest on where the inputs did not give them, one sentence each
+  // ("switch uplinks non-blocking: ..."); empty when every capacity came from the inputs.
+  std::vector<std::string> assumptions;
+
+  PortRange relay_ports(std::uint32_t host, int gpu) const {
+    if (gpu < 0 || static_cast<std::uint32_t>(gpu) >= relay_count[host]) return {};
+    return relay_ranges[relay_base[host] + static_cast<std::uint32_t>(gpu)];
+  }
+  // Sum of the capacity of a slot's ports (GB/s): what it can send into the network.
+  double slot_port_gbps(std::size_t slot) const;
 };
 
 // Builds the machine for a set of hosts (names) and the GPUs used on each (`gpus[i]` for
 // hosts[i], NVML indexes). nodes[i] describes hosts[i] (nullptr: a plain node with that many
-// GPUs, one NIC per fabric port). Hosts are re-sorted by name. Throws Error.
+// GPUs, one NIC per fabric port). Hosts are re-sorted by name. Where the fabric gives no port
+// speeds the hosts' NICs come from their node models, and where it gives no uplink speeds each
+// tier's uplinks are sized from what they carry over the declared oversubscription
+// (Fabric::declared_oversubscription; non-blocking where none): Machine::assumptions says so.
+// Throws Error.
 Machine build_machine(const topology::Fabric& fabric, const std::vector<std::string>& hosts,
                       const std::vector<const topology::NodeTopology*>& nodes,
                       const std::vector<std::vector<int>>& gpus);
