@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <set>
 #include <sstream>
 
 #include "node_facts.h"
@@ -588,6 +589,7 @@ class MachineBuilder {
         if (assumed) {
           up[l][g] = down[g] / declared(lv.tier);
           uplinks_sized_ = true;
+          sized_tiers_.insert(lv.tier);
         } else {
           up[l][g] = given > 0 ? given : kUnlimitedGbps;  // no uplink: the top, not a limit
         }
@@ -658,17 +660,12 @@ class MachineBuilder {
     }
     if (uplinks_sized_) {
       std::string how;
-      std::vector<int> tiers;
-      for (const auto& l : f_.levels) {
-        if (l.tier >= 1 && std::find(tiers.begin(), tiers.end(), l.tier) == tiers.end())
-          tiers.push_back(l.tier);
-      }
       bool any_declared = false;
-      for (int t : tiers) any_declared |= declared(t) > 1;
+      for (int t : sized_tiers_) any_declared |= declared(t) > 1;
       if (!any_declared) {
         how = "non-blocking (declare an oversubscription per tier to change it)";
       } else {
-        for (int t : tiers) {
+        for (int t : sized_tiers_) {
           char buf[48];
           std::snprintf(buf, sizeof buf, "%stier %d %g:1", how.empty() ? "" : ", ", t, declared(t));
           how += buf;
@@ -695,6 +692,7 @@ class MachineBuilder {
   std::map<int, int> dense_domain_;
   std::vector<double> host_nominal_;  // per Machine host: its NICs' nominal capacity
   bool ports_from_node_ = false, ports_invented_ = false, uplinks_sized_ = false;
+  std::set<int> sized_tiers_;  // tiers whose uplinks were sized from what they carry
   std::string node_port_text_, invented_port_text_;
 };
 

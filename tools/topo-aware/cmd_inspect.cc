@@ -21,6 +21,7 @@ namespace {
 
 struct InspectOptions {
   std::string plan;
+  std::string oversubscription, routing;  // replace the plan's own inputs when given
   std::string compare = "block";
   std::string svg;
   std::string format = "text";
@@ -304,6 +305,11 @@ void add_inspect(CLI::App& app, Common& common) {
   sub->add_option("--svg", o->svg, "Write an SVG picture of the fabric with the plan's traffic");
   sub->add_option("--of", o->format, "Output: text (default) or json");
   sub->add_option("-o,--output", o->output, "Write to this file instead of stdout");
+  sub->add_option("--oversubscription", o->oversubscription,
+                  "Re-score under this oversubscription per tier (1,2: tier 1 non-blocking, tier "
+                  "2 at 2:1) where the fabric gives no link speeds, instead of the plan's");
+  sub->add_option("--routing", o->routing,
+                  "Re-score with every tier routing adaptive or ecmp, instead of the plan's");
   sub->callback([o, &common] {
     (void)common;
     if (o->format != "text" && o->format != "json") {
@@ -315,7 +321,10 @@ void add_inspect(CLI::App& app, Common& common) {
       throw topology::Error(topology::ErrorCode::kBadInput, o->plan,
                             "not a plan from `topo-aware map --of json` (no inputs/ranks)");
     }
-    Loaded l = load_inputs(inputs_from_json(j["inputs"], o->plan));
+    MapInputs inputs = inputs_from_json(j["inputs"], o->plan);
+    if (!o->oversubscription.empty()) inputs.oversubscription = o->oversubscription;
+    if (!o->routing.empty()) inputs.routing = o->routing;
+    Loaded l = load_inputs(inputs);
     if (j["ranks"].size() !=
         static_cast<std::size_t>(
             std::accumulate(l.request.tasks_per_host.begin(), l.request.tasks_per_host.end(), 0))) {
@@ -332,6 +341,7 @@ void add_inspect(CLI::App& app, Common& common) {
       out["plan"] = cost_to_json(plan.cost);
       out["compare"] = {{"algorithm", o->compare}, {"cost", cost_to_json(other.cost)}};
       out["lower_bound"] = lb;
+      out["assumptions"] = plan.instance.machine.assumptions;
       out["links"] = nlohmann::json::array();
       for (const auto& k : plan.loads) {
         out["links"].push_back({{"name", k.name},
@@ -354,6 +364,9 @@ void add_inspect(CLI::App& app, Common& common) {
                                          "% less"
                                    : "-")
         << "); lower bound " << seconds(lb) << "\n";
+      if (!plan.instance.machine.assumptions.empty()) {
+        s << mapper::assumptions_line(plan.instance.machine.assumptions) << "\n";
+      }
       if (!plan.cost.bottleneck.empty()) s << "bottleneck: " << plan.cost.bottleneck << "\n";
       s << "\nper dim: groups whose traffic stays inside a host / inside a leaf group / crosses "
            "above\n"

@@ -64,6 +64,7 @@ std::string render_table(const mapper::RankPlan& p, const mapper::RankPlan* topo
   if (topo && topo != &p) {
     out << "topo would give: " << seconds(topo->cost.seconds) << "\n";
   }
+  if (!p.assumptions.empty()) out << mapper::assumptions_line(p.assumptions) << "\n";
   if (p.kept_block)
     out << "note: no assignment the model rates faster than block order was found\n";
   if (!p.cost.bottleneck.empty()) out << "bottleneck: " << p.cost.bottleneck << "\n";
@@ -158,6 +159,7 @@ std::string render_json(const mapper::RankPlan& p, const mapper::RankPlan& topo,
   cost["block_detail"] = cost_to_json(p.block_cost);
   j["cost"] = cost;
   j["rail_optimized"] = p.rail_optimized;
+  j["assumptions"] = p.assumptions;
   return j.dump(2) + "\n";
 }
 
@@ -229,6 +231,7 @@ void add_map(CLI::App& app, Common& common) {
   sub->add_option("--ids", o->in.ids,
                   "plan (default) or slurm: SLURM_PROCID/LOCALID/NODEID carry the plan too (--of "
                   "env)");
+  add_capacity_options(*sub, o->in);
   sub->add_option("--algo", o->in.algo, "topo (default), block, cyclic or random");
   sub->add_option("--seed", o->in.seed, "Seed for --algo random");
   sub->add_option("--refine-moves", o->in.refine_moves,

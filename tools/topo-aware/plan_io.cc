@@ -50,6 +50,16 @@ std::string to_string(mapper::Algorithm a) {
   return "topo";
 }
 
+void add_capacity_options(CLI::App& sub, MapInputs& in) {
+  sub.add_option("--oversubscription", in.oversubscription,
+                 "Where the fabric gives no link speeds (topology.conf without LinkSpeed): each "
+                 "tier's down:up ratio, tier 1 first (1,2: leaves non-blocking, the tier above "
+                 "2:1); default: the plugin config's, else non-blocking");
+  sub.add_option("--routing", in.routing,
+                 "How every tier spreads flows over parallel uplinks: adaptive or ecmp (default: "
+                 "the plugin config's, else the fabric's, else adaptive)");
+}
+
 Loaded load_inputs(const MapInputs& in) {
   if (in.nodes.empty()) throw UsageError("--nodes HOSTLIST is required");
   if (in.gpus_per_node > 0 && !in.node_type.empty()) {
@@ -69,6 +79,21 @@ Loaded load_inputs(const MapInputs& in) {
   }
   Loaded out;
   out.fabric = topology::load_fabric(fabric, guid_map);
+  // What the site declares where the fabric gives no capacities, and how its tiers route: the
+  // option, else the plugin configuration, as a launch would apply it.
+  if (!in.oversubscription.empty()) {
+    topology::declare_oversubscription(
+        out.fabric, topology::parse_oversubscription(in.oversubscription, "--oversubscription"));
+  } else if (config && !config->oversubscription.empty()) {
+    topology::declare_oversubscription(out.fabric, config->oversubscription);
+  }
+  if (!in.routing.empty()) {
+    out.fabric.routing = topology::parse_routing(in.routing, "--routing");
+    out.fabric.routing_by_tier.clear();
+  } else if (config && config->routing) {
+    out.fabric.routing = *config->routing;
+    out.fabric.routing_by_tier.clear();
+  }
   std::vector<std::string> hosts = topology::expand_hostlist(in.nodes, "--nodes");
   if (hosts.empty()) throw UsageError("--nodes names no host");
   // Node models: one capture for all hosts, a plain synthetic node, or the fabric's node types.
@@ -227,6 +252,8 @@ nlohmann::json inputs_to_json(const MapInputs& in) {
   j["launcher"] = in.launcher;
   j["nproc"] = in.nproc;
   j["ids"] = in.ids;
+  j["oversubscription"] = in.oversubscription;
+  j["routing"] = in.routing;
   return j;
 }
 
@@ -248,6 +275,8 @@ MapInputs inputs_from_json(const nlohmann::json& j, const std::string& context) 
     in.launcher = j.value("launcher", std::string());
     in.nproc = j.value("nproc", 0);
     in.ids = j.value("ids", std::string());
+    in.oversubscription = j.value("oversubscription", std::string());
+    in.routing = j.value("routing", std::string());
   } catch (const nlohmann::json::exception& e) {
     throw topology::Error(topology::ErrorCode::kBadInput, context,
                           std::string("inputs: ") + e.what());
