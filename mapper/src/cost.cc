@@ -459,6 +459,7 @@ class MachineBuilder {
     for (double g : hp.gbps) {
       m_.port_gbps.push_back(g * degraded);
       nominal += g;
+      fastest_port_ = std::max(fastest_port_, g);
     }
     m_.port_count.push_back(static_cast<std::uint32_t>(hp.gbps.size()));
     host_nominal_.push_back(nominal);
@@ -628,8 +629,14 @@ class MachineBuilder {
             cap = given > 0 ? given : kUnlimitedGbps;
           }
           nl.uplink_gbps.push_back(cap);
-          nl.uplink_links.push_back(
-              g < level.group_uplink_links.size() ? std::max(1u, level.group_uplink_links[g]) : 1);
+          std::uint32_t links =
+              g < level.group_uplink_links.size() ? std::max(1u, level.group_uplink_links[g]) : 1;
+          if (g < level.group_uplink_assumed.size() && level.group_uplink_assumed[g] &&
+              fastest_port_ > 0 && cap < kUnlimitedGbps) {
+            // A sized uplink's links (what ECMP hashes onto) are taken as fast as a host port.
+            links = static_cast<std::uint32_t>(std::max(1.0, std::round(cap / fastest_port_)));
+          }
+          nl.uplink_links.push_back(links);
           std::string label = g < level.group_name.size() && !level.group_name[g].empty()
                                   ? level.group_name[g]
                                   : m_.hosts[h];
@@ -691,6 +698,7 @@ class MachineBuilder {
   std::map<const topology::NodeTopology*, internal::NodeFacts> facts_;
   std::map<int, int> dense_domain_;
   std::vector<double> host_nominal_;  // per Machine host: its NICs' nominal capacity
+  double fastest_port_ = 0;           // GB/s
   bool ports_from_node_ = false, ports_invented_ = false, uplinks_sized_ = false;
   std::set<int> sized_tiers_;  // tiers whose uplinks were sized from what they carry
   std::string node_port_text_, invented_port_text_;
@@ -785,6 +793,75 @@ double least_sum(const std::vector<std::vector<double>>& f, const std::vector<lo
         if (c % w != 0) continue;  // a place closed under these dims holds a multiple of w
       }
       self(self, i + 1, room / k, w, sum + fd[static_cast<std::size_t>(k - 1)]);
+    }
+  };
+  search(search, 0, c, 1, 0.0);
+  return best;
+}
+
+// least_sum where an all-reduce's floor at k members may be a two-host tree's (any[d], below
+// ring[d]): then the group's other host P holds its other n - k members, which lie in n - k
+// distinct groups of every other dim e (they differ in d's coordinate), so some rank of P has at
+// most kmax / (n - k) e-peers on P and time_e >= g_e(n - k) = the least f_e up to there. The
+// search takes, per all-reduce dim, the ring's floor or the tree's with those floors on the
+// others (docs/mapper.md, "Lower bound", two-host trees).
+double least_sum_trees(const std::vector<std::vector<double>>& ring,
+                       const std::vector<std::vector<double>>& any, const std::vector<long long>& n,
+                       long long c, long long kmax) {
+  std::vector<std::size_t> live;
+  for (std::size_t d = 0; d < any.size(); ++d) {
+    if (any[d].size() > 1 || (any[d].size() == 1 && any[d][0] > 0)) live.push_back(d);
+  }
+  if (live.empty()) return 0;
+  c = std::max(1LL, c);
+  // g[e][q]: the least floor of dim e with at most kmax / q members on a host.
+  auto g = [&](std::size_t e, long long q) {
+    const long long most = std::min<long long>(static_cast<long long>(any[e].size()), kmax / q);
+    double v = std::numeric_limits<double>::infinity();
+    for (long long j = 1; j <= most; ++j) v = std::min(v, any[e][static_cast<std::size_t>(j - 1)]);
+    return most >= 1 ? v : 0.0;
+  };
+  double best = std::numeric_limits<double>::infinity();
+  std::vector<double> val(any.size(), 0.0), clamp(any.size(), 0.0);
+  std::vector<std::pair<std::size_t, long long>> trees;  // (dim, n - k) of tree choices
+  auto finish = [&]() {
+    std::fill(clamp.begin(), clamp.end(), 0.0);
+    for (const auto& [d, q] : trees) {
+      for (std::size_t e : live) {
+        if (e != d) clamp[e] = std::max(clamp[e], g(e, q));
+      }
+    }
+    double sum = 0;
+    for (std::size_t e : live) sum += std::max(val[e], clamp[e]);
+    best = std::min(best, sum);
+  };
+  auto search = [&](auto&& self, std::size_t i, long long room, long long whole,
+                    double partial) -> void {
+    if (partial >= best) return;
+    if (i == live.size()) {
+      finish();
+      return;
+    }
+    const std::size_t d = live[i];
+    const auto& fa = any[d];
+    const auto& fr = ring[d];
+    const long long nd = n[d];
+    for (long long k = 1; k <= room && k <= static_cast<long long>(fa.size()); ++k) {
+      long long w = whole;
+      if (k == nd) {
+        w *= nd;
+        if (c % w != 0) continue;  // a place closed under these dims holds a multiple of w
+      }
+      const auto at = static_cast<std::size_t>(k - 1);
+      const double r = at < fr.size() ? fr[at] : fa[at];
+      val[d] = r;
+      self(self, i + 1, room / k, w, partial + r);
+      if (fa[at] < r && k < nd) {  // a two-host tree is cheaper, with its partner's floors
+        val[d] = fa[at];
+        trees.emplace_back(d, nd - k);
+        self(self, i + 1, room / k, w, partial + fa[at]);
+        trees.pop_back();
+      }
     }
   };
   search(search, 0, c, 1, 0.0);
@@ -1253,7 +1330,7 @@ double crossing_floor(const DimTraffic& dt, long long world, const BoundMachine&
 // included) on its host, k = 1..min(n, kmax). `pipe_floor` receives a pipeline's middle-stage
 // floor, which holds wherever the rank sits.
 std::vector<double> host_floors(const DimTraffic& dt, const BoundMachine& b, double cross,
-                                double* pipe_floor) {
+                                double* pipe_floor, bool ring_only = false) {
   const long long n = dt.size;
   const double S = dt.bytes, nd = static_cast<double>(n);
   const double nv = b.nv, port = b.port;
@@ -1267,7 +1344,7 @@ std::vector<double> host_floors(const DimTraffic& dt, const BoundMachine& b, dou
       // The rank sends (k-1)/k V along its host's chain over NVLink and hop/k to the next host:
       // over NVLink when that host shares its NVLink domain (then V in all), else by its NICs.
       const double V = internal::ring_volume(n, S);
-      const double hop = least_hop(dt, n - k, b.kmax);
+      const double hop = ring_only ? V : least_hop(dt, n - k, b.kmax);
       const double by_nic = std::max((kd - 1) / kd * V / nv, hop / kd / port);
       v = (k == n) ? V / nv : (b.has_domains ? std::min(V / nv, by_nic) : by_nic);
     } else if (dt.pattern == Pattern::kAllToAll) {
@@ -1365,17 +1442,20 @@ double lower_bound(const Machine& m, const Traffic& t) {
   // placement): f given the rank's host holds k of its group, fi given its island does.
   const std::size_t D = t.dims.size();
   std::vector<std::vector<double>> f(D), fi(D);
+  std::vector<std::vector<double>> fr(D);  // host floors of all-reduces as rings, never trees
   double fixed = 0;  // latency floors
   for (std::size_t d = 0; d < D; ++d) {
     const DimTraffic& dt = t.dims[d];
     if (dt.size <= 1 || dt.bytes <= 0) {
       f[d] = {0.0};
       fi[d] = {0.0};
+      fr[d] = {0.0};
       continue;
     }
     const double cross = crossing_floor(dt, t.world, b);
     double pipe_floor = 0;
     f[d] = host_floors(dt, b, cross, &pipe_floor);
+    fr[d] = dt.all_reduce ? host_floors(dt, b, cross, &pipe_floor, true) : f[d];
     fi[d] = island_floors(dt, b, cross, pipe_floor, f[d]);
     const double steps = dt.pattern == Pattern::kRing ? 2.0 * (dt.size - 1.0) : 1.0;
     fixed += dt.calls * steps * b.lat_min * 1e-6;
@@ -1390,8 +1470,15 @@ double lower_bound(const Machine& m, const Traffic& t) {
   std::vector<long long> sizes(D);
   for (std::size_t d = 0; d < D; ++d) sizes[d] = t.dims[d].size;
   constexpr std::size_t kPlaceSizes = 32;
-  double lb = std::max(least_sum_over(f, sizes, b.host_slots, kPlaceSizes),
-                       least_sum_over(fi, sizes, b.island_slots, kPlaceSizes));
+  double lb = least_sum_over(fi, sizes, b.island_slots, kPlaceSizes);
+  {
+    std::vector<long long> places = b.host_slots;  // the walk over hosts, trees argued apart
+    std::sort(places.begin(), places.end());
+    places.erase(std::unique(places.begin(), places.end()), places.end());
+    places.erase(std::remove(places.begin(), places.end(), 0LL), places.end());
+    if (places.size() > kPlaceSizes) places.resize(kPlaceSizes);
+    for (long long c : places) lb = std::max(lb, least_sum_trees(fr, f, sizes, c, b.kmax));
+  }
   lb = std::max(lb, joint_crossing_bound(m, t, f, fi, sizes, b.host_slots, b.island_slots, b.kmax));
   if (!t.matrix.empty()) {
     double bytes = 0;
