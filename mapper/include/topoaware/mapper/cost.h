@@ -2,14 +2,17 @@
 // given slots (host, GPU) of a fabric. The same model scores every algorithm, the baselines and
 // the lower bound, so their figures compare like for like.
 //
-// Model (docs/mapper.md, "Cost model"): dims communicate one after another; within a dim all
-// groups communicate at once. A ring collective is NCCL's ring: nodes numbered by first rank,
-// a chain through each node's GPUs over NVLink, then one hop to the next node spread over the
-// node's NICs; all-to-all is every pair; pipeline is stage to stage, both directions. A flow
-// between hosts leaves through a NIC port, climbs Fabric::levels to the lowest group holding
-// both hosts (loading that group's uplink and the peer group's downlink, spread evenly over
-// parallel links: ECMP) and comes down. On rail-optimized fabrics a flow uses the NIC of the
-// peer's rail (NCCL's PXN: an NVLink hop first when the rails differ). Inside a node and inside
+// Model (docs/mapper.md, "Cost model", with the NCCL source of each fact): dims communicate one
+// after another; within a dim all groups communicate at once. A ring collective is NCCL's ring:
+// nodes numbered by first rank, a chain through each node's GPUs over NVLink, then one hop to
+// the next node spread over the node's GPUs' NICs, each leaving by its own NICs; an all-reduce
+// whose group spans exactly two hosts is NCCL's tree (each host sends its bytes once).
+// All-to-all is every pair and pipeline stage to stage, both directions, as send/recv: NCCL's PXN
+// sends them through the NICs of the sender host's GPU with the peer's NVML index (an NVLink hop
+// first). A GPU spreads its traffic over all its nearest NICs. A flow between hosts climbs
+// Fabric::levels to the lowest group holding both (loading that group's uplink and the peer
+// group's downlink; on ECMP tiers charged the expected busiest of the group's links), and a flow
+// between two rails of a rail-optimized fabric climbs above the rail switches. Inside a node and
 // an NVLink domain flows use the GPU's NVLink bandwidth. A dim's time is the most loaded
 // resource's load / bandwidth plus a latency term (calls x steps x path latency).
 #pragma once
