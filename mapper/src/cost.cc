@@ -155,9 +155,11 @@ struct DimResult {
   double bw_seconds = 0;
 };
 
+// Routes one dim's groups; `finish`: ends the dim (its bandwidth time, loads cleared), else the
+// loads stay for the dims that overlap it and only the latency term is returned.
 DimResult route_dim(Router& router, const Machine& m, const DimTraffic& d,
                     const std::vector<std::uint32_t>& slot_of_rank, internal::HostGroups& hg,
-                    std::vector<std::uint32_t>& members) {
+                    std::vector<std::uint32_t>& members, bool finish = true) {
   DimResult r;
   const long long n = d.size;
   if (n <= 1 || d.bytes <= 0) return r;
@@ -184,15 +186,39 @@ DimResult route_dim(Router& router, const Machine& m, const DimTraffic& d,
       reached_max = std::max(reached_max, reached);
     }
   }
-  r.bw_seconds = router.finish_dim(&r.worst);
+  if (finish) r.bw_seconds = router.finish_dim(&r.worst);
   double steps = d.pattern == Pattern::kRing ? 2.0 * static_cast<double>(n - 1) : 1.0;
   r.seconds = r.bw_seconds + d.calls * steps * internal::reach_latency_us(m, reached_max) * 1e-6;
   return r;
 }
 
+// Overlapping dims: every dim's loads together, one bandwidth time, each dim's latency added.
+double overlapped_seconds(const Machine& m, const Traffic& t,
+                          const std::vector<std::uint32_t>& slot_of_rank, double* crossing) {
+  Router router(m, false);
+  internal::HostGroups hg;
+  std::vector<std::uint32_t> members;
+  double latency = 0;
+  for (const auto& d : t.dims) {
+    latency += route_dim(router, m, d, slot_of_rank, hg, members, false).seconds;
+  }
+  for (const auto& f : t.matrix)
+    router.flow(slot_of_rank[f.from], slot_of_rank[f.to], f.bytes, true);
+  if (crossing) *crossing = router.crossing();
+  return router.finish_dim(nullptr) + latency;
+}
+
 CostReport evaluate_impl(const Machine& m, const Traffic& t,
                          const std::vector<std::uint32_t>& slot_of_rank, bool detail,
                          std::vector<LinkLoad>* loads, double* crossing = nullptr) {
+  if (t.overlap) {
+    // Per-dim figures as each dim alone; the total with the dims overlapping.
+    Traffic alone = t;
+    alone.overlap = false;
+    CostReport r = evaluate_impl(m, alone, slot_of_rank, detail, loads, crossing);
+    r.seconds = overlapped_seconds(m, t, slot_of_rank, crossing);
+    return r;
+  }
   if (static_cast<long long>(slot_of_rank.size()) != t.world) {
     throw Error("cost model: " + std::to_string(slot_of_rank.size()) +
                 " ranks placed, layout has " + std::to_string(t.world));
@@ -1437,6 +1463,33 @@ std::vector<double> island_floors(const DimTraffic& dt, const BoundMachine& b, d
 
 double lower_bound(const Machine& m, const Traffic& t) {
   if (m.slots.empty()) return 0;
+  if (t.overlap) {
+    // Overlapping dims take at least as long as the slowest dim alone (its loads are part of the
+    // combined ones) and as every byte over all egress together; latency terms still add up.
+    Traffic one = t;
+    one.overlap = false;
+    one.matrix.clear();
+    double slowest = 0, latency = 0, bytes = 0;
+    const BoundMachine b = bound_machine(m);
+    for (std::size_t d = 0; d < t.dims.size(); ++d) {
+      const DimTraffic& dt = t.dims[d];
+      if (dt.size <= 1 || dt.bytes <= 0) continue;
+      one.dims.assign(t.dims.size(), DimTraffic{});
+      one.dims[d] = dt;
+      one.dims[d].calls = 0;
+      slowest = std::max(slowest, lower_bound(m, one));
+      const double steps = dt.pattern == Pattern::kRing ? 2.0 * (dt.size - 1.0) : 1.0;
+      latency += dt.calls * steps * b.lat_min * 1e-6;
+      const double nd = static_cast<double>(dt.size);
+      bytes += dt.pattern == Pattern::kRing
+                   ? static_cast<double>(t.world) * any_split_hop(dt, b.kmax)
+               : dt.pattern == Pattern::kAllToAll
+                   ? static_cast<double>(t.world) * (nd - 1) / nd * dt.bytes
+                   : 2.0 * static_cast<double>(t.world / dt.size) * (nd - 1) * dt.bytes;
+    }
+    for (const auto& fl : t.matrix) bytes += fl.from != fl.to ? fl.bytes : 0;
+    return std::max(slowest, bytes / b.total_egress) + latency;
+  }
   const BoundMachine b = bound_machine(m);
   // Per dim, two families of floors, each combined with the crossing floor (valid for any
   // placement): f given the rank's host holds k of its group, fi given its island does.

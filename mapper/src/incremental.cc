@@ -79,13 +79,14 @@ struct IncrementalCost::State {
     cap = internal::resource_capacity(m, res);
     links = internal::resource_ecmp_links(m, res);
     dims = t.dims.size();
-    const std::size_t lanes = dims + (t.matrix.empty() ? 0 : 1);
+    // A lane per dim (and one for the matrix), or one for all when the dims overlap.
+    const std::size_t lanes = t.overlap ? 1 : dims + (t.matrix.empty() ? 0 : 1);
     load.assign(lanes, std::vector<double>(res.total, 0.0));
     const bool any_ecmp = std::any_of(links.begin(), links.end(), [](auto k) { return k > 1; });
     square.assign(lanes, std::vector<double>(any_ecmp ? res.total : 0, 0.0));
     worst.assign(lanes, 0.0);
     worst_at.assign(lanes, 0);
-    reach_count.assign(lanes, std::vector<long long>(m.levels.size() + 2, 0));
+    reach_count.assign(dims, std::vector<long long>(m.levels.size() + 2, 0));
     double biggest = 0;
     for (const auto& d : t.dims) biggest = std::max(biggest, d.bytes);
     for (const auto& f : t.matrix) biggest = std::max(biggest, f.bytes);
@@ -114,6 +115,9 @@ struct IncrementalCost::State {
     touched.clear();
     for (std::size_t l = 0; l < lanes; ++l) rescan(l);
   }
+
+  // The lane of dim d (d = dims: the matrix).
+  std::size_t lane_of(std::size_t d) const { return t.overlap ? 0 : d; }
 
   double value(std::size_t lane, std::size_t r) const {
     const double l = load[lane][r];
@@ -146,7 +150,7 @@ struct IncrementalCost::State {
     for (long long i = 0; i < dt.size; ++i) {
       members[static_cast<std::size_t>(i)] = a[static_cast<std::size_t>(base + i * dt.stride)];
     }
-    Sink sink{*this, d, sign};
+    Sink sink{*this, lane_of(d), sign};
     int reached = internal::route_group(m, res, dt, members.data(), hg, sink);
     reach_count[d][static_cast<std::size_t>(reached)] += sign > 0 ? 1 : -1;
     work += dt.pattern == Pattern::kAllToAll ? dt.size * (dt.size - 1) : 2 * dt.size;
@@ -154,7 +158,7 @@ struct IncrementalCost::State {
 
   void route_flow(std::uint32_t i, double sign) {
     const Flow& f = t.matrix[i];
-    Sink sink{*this, dims, sign};
+    Sink sink{*this, lane_of(dims), sign};
     internal::route_flow(m, res, a[static_cast<std::size_t>(f.from)],
                          a[static_cast<std::size_t>(f.to)], f.bytes, true, sink);
     work += 1;
@@ -194,9 +198,14 @@ struct IncrementalCost::State {
         if (reach_count[d][k] > 0) reach_max = static_cast<int>(k);
       }
       const double steps = dt.pattern == Pattern::kRing ? 2.0 * (dt.size - 1.0) : 1.0;
-      s += worst[d] + dt.calls * steps * internal::reach_latency_us(m, reach_max) * 1e-6;
+      s += (t.overlap ? 0.0 : worst[d]) +
+           dt.calls * steps * internal::reach_latency_us(m, reach_max) * 1e-6;
     }
-    if (!t.matrix.empty()) s += worst[dims];
+    if (t.overlap) {
+      s += worst[0];
+    } else if (!t.matrix.empty()) {
+      s += worst[dims];
+    }
     return s;
   }
 
@@ -239,7 +248,7 @@ struct IncrementalCost::State {
       for (const auto& [x, y] : pairs) std::swap(a[x], a[y]);
       for (long long b : bases) route(d, b, 1.0);
       for (const auto& [x, y] : pairs) std::swap(a[x], a[y]);
-      update_worst(d);
+      update_worst(lane_of(d));
     }
     if (!t.matrix.empty()) {
       std::vector<std::uint32_t> flows;
@@ -252,7 +261,7 @@ struct IncrementalCost::State {
       for (const auto& [x, y] : pairs) std::swap(a[x], a[y]);
       for (auto i : flows) route_flow(i, 1.0);
       for (const auto& [x, y] : pairs) std::swap(a[x], a[y]);
-      update_worst(dims);
+      update_worst(lane_of(dims));
     }
     for (const auto& [x, y] : pairs) std::swap(a[x], a[y]);
   }

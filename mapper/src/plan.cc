@@ -809,6 +809,7 @@ Instance make_instance(const topology::Fabric& fabric,
   in.layout = request.layout;
   resolve_layout(in.layout, static_cast<int>(world));
   in.traffic = job_traffic(in.layout);
+  in.traffic.overlap = request.overlap_dims;
   // Each task's slot under block order: the j-th task of a host takes its j-th GPU (free) or
   // the GPU bound to it.
   std::map<std::string, std::uint32_t> host_idx;

@@ -58,6 +58,9 @@ void add_capacity_options(CLI::App& sub, MapInputs& in) {
   sub.add_option("--routing", in.routing,
                  "How every tier spreads flows over parallel uplinks: adaptive or ecmp (default: "
                  "the plugin config's, else the fabric's, else adaptive)");
+  sub.add_flag("--overlap-dims", in.overlap_dims,
+               "Model the dims' communication as overlapping (the busiest resource under all of "
+               "them) instead of one after another (the default, an upper estimate)");
 }
 
 Loaded load_inputs(const MapInputs& in) {
@@ -225,6 +228,7 @@ Loaded load_inputs(const MapInputs& in) {
   r.algorithm = algorithm_from(in.algo);
   r.seed = in.seed;
   r.refine_moves = in.refine_moves;
+  r.overlap_dims = in.overlap_dims;
   return out;
 }
 
@@ -254,6 +258,7 @@ nlohmann::json inputs_to_json(const MapInputs& in) {
   j["ids"] = in.ids;
   j["oversubscription"] = in.oversubscription;
   j["routing"] = in.routing;
+  j["overlap_dims"] = in.overlap_dims;
   return j;
 }
 
@@ -277,6 +282,7 @@ MapInputs inputs_from_json(const nlohmann::json& j, const std::string& context) 
     in.ids = j.value("ids", std::string());
     in.oversubscription = j.value("oversubscription", std::string());
     in.routing = j.value("routing", std::string());
+    in.overlap_dims = j.value("overlap_dims", false);
   } catch (const nlohmann::json::exception& e) {
     throw topology::Error(topology::ErrorCode::kBadInput, context,
                           std::string("inputs: ") + e.what());

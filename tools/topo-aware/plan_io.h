@@ -35,6 +35,7 @@ struct MapInputs {
   // of every tier ("adaptive", "ecmp"); empty: the plugin configuration's, else the fabric's.
   std::string oversubscription;
   std::string routing;
+  bool overlap_dims = false;  // model the dims' communication as overlapping
 };
 
 // Everything a plan needs, loaded. Node models live here; request.hosts index them.

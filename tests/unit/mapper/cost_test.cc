@@ -690,6 +690,36 @@ TEST(CostModelTest, EcmpChargesTheExpectedWorstUplink) {
   EXPECT_NEAR(ecmp.cost.seconds - adaptive.cost.seconds, 3 * S / 25e9, S / 25e9 * 1e-9);
 }
 
+TEST(CostModelTest, OverlappingDimsTakeTheBusiestResourceUnderAllOfThem) {
+  // 2 hosts x 2 GPUs, tp=2 inside each host (a ring of 2: each GPU sends S_tp over 150 GB/s
+  // NVLink) and dp=2 across (a two-host tree: each GPU sends S_dp through its 25 GB/s NIC). One
+  // after another the bandwidth terms add up; overlapping, the dims load different resources and
+  // the step takes the larger: the sum less min(S_tp/150e9, S_dp/25e9). Latency terms add up
+  // either way.
+  Small s = small(tiny(2, 2, 2, 1), {2, 2}, "tp=2,dp=2");
+  const model::Evaluated seq = model::evaluated(s);
+  s.request.overlap_dims = true;
+  const model::Evaluated both = model::evaluated(s);
+  ASSERT_TRUE(both.in.traffic.overlap);
+  const double tp = model::dim(seq.in, "tp").bytes / 150e9;
+  const double dp = model::dim(seq.in, "dp").bytes / 25e9;
+  EXPECT_NEAR(both.cost.seconds, seq.cost.seconds - std::min(tp, dp), seq.cost.seconds * 1e-9);
+  // Per-dim figures stay each dim's own.
+  ASSERT_EQ(both.cost.dims.size(), seq.cost.dims.size());
+  for (std::size_t d = 0; d < seq.cost.dims.size(); ++d) {
+    EXPECT_DOUBLE_EQ(both.cost.dims[d].seconds, seq.cost.dims[d].seconds);
+  }
+  // The bound under overlap stays at most the optimum (brute force) and below the sequential.
+  const double lb = lower_bound(both.in.machine, both.in.traffic);
+  EXPECT_LE(lb, brute_force(both.in) * (1 + 1e-12));
+  EXPECT_LE(lb, lower_bound(seq.in.machine, seq.in.traffic));
+  Small t = small(tiny(4, 2, 2, 2), {2, 2, 2, 2}, "tp=2,ep=2,pp=2");
+  t.request.overlap_dims = true;
+  Instance in = make_instance(t.fabric, t.nodes, t.request);
+  EXPECT_LE(lower_bound(in.machine, in.traffic), brute_force(in) * (1 + 1e-12));
+  EXPECT_GT(lower_bound(in.machine, in.traffic), 0);
+}
+
 TEST(CostModelTest, TopologyConfWithoutSpeedsTakesNicsFromTheCaptureAndSaysSo) {
   // 2 leaves of 4 hosts without LinkSpeed, DGX H100 capture (8 x 400 Gb/s = 50 GB/s NICs):
   // host ports come from the capture, leaf uplinks carry what their 4 hosts inject (4 x 8 x 50

@@ -111,6 +111,11 @@ struct Traffic {
   long long world = 0;
   std::vector<DimTraffic> dims;
   std::vector<Flow> matrix;
+  // Dims overlap (Request::overlap_dims): the step's bandwidth time is the most loaded resource
+  // under all dims' loads together, not the sum of each dim's own; latency terms still add up.
+  // Off by default: frameworks overlap some communication with compute, rarely dims with each
+  // other, and the sum is the upper estimate.
+  bool overlap = false;
 };
 Traffic job_traffic(const Layout& layout);
 

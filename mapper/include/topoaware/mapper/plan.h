@@ -41,6 +41,8 @@ struct Request {
   // The plan then chooses only the hosts' order (NODE_RANK) and which GPU each local rank takes
   // (CUDA_VISIBLE_DEVICES order). Not with bound_gpu.
   bool host_blocks = false;
+  // Model the dims' communication as overlapping (Traffic::overlap); default: one after another.
+  bool overlap_dims = false;
 };
 
 struct TaskPlan {
