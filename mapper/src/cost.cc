@@ -1298,6 +1298,19 @@ double tree_shortfall_floor(const DimTraffic& dt, const BoundMachine& b) {
     }
     if (small > partners) floor = std::max(floor, V / (static_cast<double>(j) * b.port));
   }
+  // One-GPU pieces, where no host holds more than n slots: a tree needs its one-GPU piece's
+  // partner to hold n - 1 of the group. A host of n - 1 slots can; a host of n slots can only by
+  // leaving its last slot to a one-GPU piece of another group; smaller hosts cannot. So there are
+  // at least h1 + s one-GPU pieces for at most h_{n-1} + s partners (s: hosts of n slots split
+  // n-1 + 1, h_c: hosts of c slots), and where h1 > h_{n-1} some one-GPU piece is on a ring.
+  if (b.kmax <= n) {
+    long long h1 = 0, hn1 = 0;
+    for (long long c : b.host_slots) {
+      h1 += c == 1 ? 1 : 0;
+      hn1 += c == n - 1 ? 1 : 0;
+    }
+    if (h1 > hn1) floor = std::max(floor, V / b.port);
+  }
   return floor;
 }
 

@@ -11,8 +11,10 @@
 #include <map>
 #include <numeric>
 #include <optional>
+#include <tuple>
 
 #include "node_facts.h"
+#include "routing.h"
 #include "splitmix.h"
 #include "topoaware/mapper/cost.h"
 
@@ -68,7 +70,7 @@ double dim_weight(const DimTraffic& d) {
   const double n = d.size;
   switch (d.pattern) {
     case Pattern::kRing:
-      return 2 * (n - 1) / n * d.bytes;
+      return internal::ring_volume(d.size, d.bytes);
     case Pattern::kAllToAll:
       return (n - 1) / n * d.bytes;
     case Pattern::kPipeline:
@@ -212,6 +214,116 @@ PieceCut cut_pieces(const std::vector<long long>& count, long long unit, long lo
     if (auto c = cut_units(count, unit, p, bins)) return *c;
   }
   return *cut_units(count, unit, 1, bins);  // p = 1 always fits
+}
+
+// Cutting for an all-reduce of `unit` ranks on hosts lending fewer: a unit of two pieces is a
+// two-host NCCL tree, whose piece of k GPUs sends S/k through their NICs; a unit of more pieces
+// is a ring, whose piece of k sends V/k = `ring` x S/k. `bins` units are cut (after every item's
+// whole units), largest leftover first: two pieces of at least k2 where it can, else a ring of
+// pieces of at least kr. Empty when the greedy cannot.
+std::optional<PieceCut> cut_trees(const std::vector<long long>& count, long long unit, long long k2,
+                                  long long kr, long long bins) {
+  struct Left {
+    std::size_t idx;
+    long long n;
+  };
+  PieceCut cut;
+  cut.smallest = unit;
+  std::vector<Left> r;
+  for (std::size_t i = 0; i < count.size(); ++i) {
+    for (long long k = 0; k < count[i] / unit; ++k) cut.pieces.emplace_back(i, unit);
+    if (count[i] % unit) r.push_back({i, count[i] % unit});
+  }
+  auto by_size = [](const Left& x, const Left& y) { return x.n > y.n; };
+  auto take = [&](Left& x, long long k) {
+    cut.pieces.emplace_back(x.idx, k);
+    cut.smallest = std::min(cut.smallest, k);
+    x.n -= k;
+  };
+  for (long long b = 0; b < bins; ++b) {
+    std::stable_sort(r.begin(), r.end(), by_size);
+    if (r.empty() || r.front().n <= 0) return std::nullopt;
+    Left& first = r.front();
+    const long long a = first.n;
+    // First pieces to try, largest first: all of it when the rest fits one piece >= k2, else
+    // parts that leave >= k2 behind. One with an exact partner wins (nothing split), else the
+    // largest with a partner that can give the rest and keep k2.
+    std::vector<long long> firsts;
+    if (a <= unit - k2) firsts.push_back(a);
+    for (long long f = std::min(unit - k2, a - k2); f >= k2; --f) firsts.push_back(f);
+    Left* partner = nullptr;
+    long long f_used = 0;
+    for (long long f : firsts) {
+      for (auto& x : r) {
+        if (&x != &first && x.n == unit - f) {
+          partner = &x;
+          f_used = f;
+          break;
+        }
+      }
+      if (partner) break;
+    }
+    for (long long f : firsts) {
+      if (partner) break;
+      for (auto& x : r) {
+        if (&x != &first && x.n >= unit - f + k2 && (!partner || x.n < partner->n)) partner = &x;
+      }
+      if (partner) f_used = f;
+    }
+    if (partner) {
+      take(first, f_used);
+      take(*partner, unit - f_used);
+      continue;
+    }
+    // A ring: pieces of at least kr.
+    if (a < kr || unit - a < kr) return std::nullopt;
+    take(first, a);
+    long long need = unit - a;
+    while (need > 0) {
+      Left* pick = nullptr;
+      long long k = 0;
+      for (auto& x : r) {
+        if (x.n == need) {
+          pick = &x;
+          k = need;
+          break;
+        }
+      }
+      if (!pick) {
+        for (auto& x : r) {
+          if (x.n >= need + kr && (!pick || x.n < pick->n)) pick = &x;
+        }
+        if (pick) k = need;
+      }
+      if (!pick) {
+        for (auto& x : r) {
+          if (x.n >= kr && x.n <= need - kr && (!pick || x.n > pick->n)) pick = &x;
+        }
+        if (pick) k = pick->n;
+      }
+      if (!pick) return std::nullopt;
+      take(*pick, k);
+      need -= k;
+    }
+  }
+  for (const auto& x : r) {
+    if (x.n > 0) cut.pieces.emplace_back(x.idx, x.n);
+    cut.left += x.n;
+  }
+  return cut;
+}
+
+// The best tree/ring floors (k2, kr) the greedy reaches on these counts, from two pieces of
+// unit/2 down (a ring's piece must be `ring` times a tree's for the same time).
+std::pair<long long, long long> tree_floors(const std::vector<long long>& count, long long unit,
+                                            double ring) {
+  long long total = 0;
+  for (long long c : count) total += c % unit;
+  for (long long k2 = unit / 2; k2 >= 1; --k2) {
+    const auto kr = static_cast<long long>(std::ceil(static_cast<double>(k2) * ring - 1e-9));
+    if (cut_trees(count, unit, k2, kr, total / unit)) return {k2, kr};
+  }
+  return {1, 1};
 }
 
 // A rank digit: ranks are enumerated with digits varying fastest first; a digit is a dim, or
@@ -384,11 +496,15 @@ class Mapper {
     }
     const std::vector<std::vector<std::size_t>> orders = candidate_orders(heavy);
     for (std::size_t o = 0; o < orders.size(); ++o) {
-      for (Packing packing : {Packing::kPieces, Packing::kAligned, Packing::kRuns, Packing::kNone}) {
+      for (Packing packing :
+           {Packing::kPieces, Packing::kTrees, Packing::kAligned, Packing::kRuns, Packing::kNone}) {
         if (evals_left <= 0) break;
-        if (packing == Packing::kPieces && (!partial || o >= 2)) continue;
+        const bool cuts = packing == Packing::kPieces || packing == Packing::kTrees;
+        if (cuts && (!partial || o >= 2)) continue;
         const Digits dg = digits_of(orders[o]);
-        consider(fill(slot_sequence(dg, packing), dg));
+        const std::vector<std::uint32_t> seq = slot_sequence(dg, packing);
+        if (seq.empty()) continue;  // kTrees where the innermost dim is no all-reduce
+        consider(fill(seq, dg));
       }
     }
     // Two heavy dims split between levels: each switch group holds a block of a few
@@ -428,6 +544,7 @@ class Mapper {
     kRuns,     // children reordered so partial ones complete each other (5 + 3 = 8)
     kAligned,  // every child's whole units first, then the children's leftovers packed
     kPieces,   // as kAligned, and hosts split into pieces so no unit has a tiny piece
+    kTrees,    // as kPieces for an all-reduce: units of two pieces (two-host trees) first
   };
 
   // How one slot sequence is cut: the packing, the unit sizes of the candidate order (products
@@ -438,6 +555,7 @@ class Mapper {
     std::vector<long long> prefix;
     long long piece_unit = 1;
     long long piece_floor = 1;
+    long long tree_floor = 1, ring_floor = 1;  // kTrees: least piece of a tree / of a ring
     // The largest unit that fits `capacity` slots.
     long long unit_for(long long capacity) const {
       long long u = 1;
@@ -473,10 +591,40 @@ class Mapper {
       for (const auto& sl : slots_of_host_) n.push_back(static_cast<long long>(sl.size()));
       cut.piece_floor = n.size() <= 1024 ? cut_pieces(n, cut.piece_unit, 1, true).smallest : 1;
     }
+    if (packing == Packing::kTrees) {
+      // Only where the innermost digit is a whole all-reduce dim: its units are its groups.
+      const DimTraffic* inner = nullptr;
+      for (const auto& dg : order) {
+        if (dg.size <= 1) continue;
+        for (const auto& d : in_.traffic.dims) {
+          if (d.stride == dg.stride && d.size == dg.size) inner = &d;
+        }
+        break;
+      }
+      if (!inner || !inner->all_reduce || slots_of_host_.size() > 1024) return {};
+      std::vector<long long> n;
+      for (const auto& sl : slots_of_host_) n.push_back(static_cast<long long>(sl.size()));
+      const double ring = internal::ring_volume(inner->size, 1.0);
+      std::tie(cut.tree_floor, cut.ring_floor) = tree_floors(n, cut.piece_unit, ring);
+    }
     std::vector<std::uint32_t> hosts(m.hosts.size());
     std::iota(hosts.begin(), hosts.end(), 0);
     std::size_t tail = 0;
     return order_group(hosts, static_cast<int>(m.levels.size()) - 1, cut, &tail);
+  }
+
+  // kTrees: the top completes every unit at the step's floors (or any it can); a switch group
+  // cuts as many as it can at those floors and leaves the rest to the level above.
+  static PieceCut cut_tree_units(const std::vector<long long>& n, long long unit,
+                                 const Cutting& cut, bool top) {
+    long long total = 0;
+    for (long long c : n) total += c % unit;
+    for (long long b = total / unit; b > 0; --b) {
+      if (auto c = cut_trees(n, unit, cut.tree_floor, cut.ring_floor, b)) return *c;
+      if (top) break;
+    }
+    if (top) return cut_pieces(n, unit, 1, true);
+    return *cut_trees(n, unit, 1, 1, 0);
   }
 
   // `tail` (kPieces): how many slots at the end of the result were left over for the level above.
@@ -506,7 +654,7 @@ class Mapper {
     }
     const long long unit = cut.unit_for(cap);
     std::vector<std::uint32_t> out;
-    if (packing == Packing::kPieces && cut.piece_unit > 1) {
+    if ((packing == Packing::kPieces || packing == Packing::kTrees) && cut.piece_unit > 1) {
       // Hosts (innermost) or what the children's own pieces left over (their tails, split by
       // host): cut into units whose smallest piece is as large as possible.
       const long long u = cut.piece_unit;
@@ -535,7 +683,8 @@ class Mapper {
       for (const auto& it : items) n.push_back(static_cast<long long>(it.size()));
       std::vector<std::size_t> used(items.size(), 0);
       const bool top = level == static_cast<int>(in_.machine.levels.size()) - 1;
-      const PieceCut pieces = cut_pieces(n, u, cut.piece_floor, top);
+      const PieceCut pieces = packing == Packing::kTrees ? cut_tree_units(n, u, cut, top)
+                                                         : cut_pieces(n, u, cut.piece_floor, top);
       for (const auto& [i, k] : pieces.pieces) {
         const auto& it = items[i];
         out.insert(out.end(), it.begin() + static_cast<long long>(used[i]),

@@ -196,7 +196,11 @@ INSTANTIATE_TEST_SUITE_P(
                   two_nics(tiny(4, 2, 2, 1)),
                   {1, 2, 2, 1},
                   "ep=2,dp=3"},
-        BruteCase{"all-reduce on two hosts, tp2 dp4", tiny(2, 2, 4, 1), {4, 4}, "tp=2,dp=4"}),
+        BruteCase{"all-reduce on two hosts, tp2 dp4", tiny(2, 2, 4, 1), {4, 4}, "tp=2,dp=4"},
+        // Two one-GPU hosts and no host of 3 for a tp=4 tree partner: one piece is a ring.
+        BruteCase{"one-GPU pieces without partners", tiny(4, 2, 4, 1), {1, 4, 2, 1}, "tp=4,dp=2"},
+        BruteCase{
+            "partial hosts cut into two-host trees", tiny(4, 4, 4, 1), {3, 1, 2, 2}, "tp=4,dp=2"}),
     [](const auto& param) { return "case" + std::to_string(param.index); });
 
 // The lower bound alone against brute force on instances with NVLink domains, where the bound

@@ -125,8 +125,8 @@ TEST(PlanTest, FragmentedAllocationsNeverLoseToBlockAndStayNearTheBound) {
 }
 
 // Hosts lending 7, 5, 4, 6, 2 and 8 GPUs to a TP8 job: Slurm's order cuts tensor-parallel groups
-// 7+1 and 4+2+2, and a one-GPU piece sends its whole ring hop through one NIC. Every group can be
-// cut with no piece under 2 (7 = 5+2, 5+3, 4+4, 6+2, 8): topo must find such a cut.
+// 7+1 and 4+2+2, and a one-GPU piece sends its whole hop through one NIC. Every group can be cut
+// into two hosts with no piece under 2 (8, 4+4, 3+5, 6+2): topo must find such a cut.
 TEST(PlanTest, PartialHostsAreCutWithoutSingleGpuPieces) {
   Cluster c = cluster(false, 2);
   Request r;
@@ -146,11 +146,11 @@ TEST(PlanTest, PartialHostsAreCutWithoutSingleGpuPieces) {
   };
   EXPECT_EQ(smallest_piece(p, true), 1) << "Slurm's order leaves a one-GPU piece";
   EXPECT_GE(smallest_piece(p, false), 2);
-  // Block's 7 + 1 group is a two-host NCCL tree (its one GPU sends S, not a ring's 2 x 7/8 S), so
-  // the cut gains less than it did against rings: 3.54 s against 3.97 s. (A cut into two-host
-  // units only, 4+4, 3+5, 6+2, 8, would reach 2.2 s; the piece cutter maximizes the smallest
-  // piece and leaves a 2+4+2 ring: docs/mapper.md, "Where topo leaves room".)
-  EXPECT_LT(p.cost.seconds, 0.92 * p.block_cost.seconds)
+  // Block's 7 + 1 group is a two-host NCCL tree whose one GPU sends S through its NIC. Cut into
+  // two-host units (8, 4+4, 3+5, 6+2: trees, the smallest piece 2) the step takes 2.25 s against
+  // block's 3.97 s; the ring-era cut (largest smallest piece: 8, 5+3, 2+6, 2+4+2, a ring of 2s)
+  // took 3.54 s.
+  EXPECT_LT(p.cost.seconds, 0.6 * p.block_cost.seconds)
       << "topo " << p.cost.seconds << " s, block " << p.block_cost.seconds << " s";
   EXPECT_LE(p.lower_bound, p.cost.seconds * (1 + 1e-12));
 }
