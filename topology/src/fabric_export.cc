@@ -249,6 +249,7 @@ std::string fabric_to_json(const Fabric& f) {
     o["down_gbps"] = t.down_gbps;
     o["up_gbps"] = t.up_gbps;
     o["oversubscription"] = t.oversubscription;
+    if (t.speeds_assumed) o["speeds_assumed"] = true;
     tiers.push_back(std::move(o));
   }
   j["tiers"] = std::move(tiers);
