@@ -1472,37 +1472,38 @@ std::vector<double> island_floors(const DimTraffic& dt, const BoundMachine& b, d
   return fi;
 }
 
+// Overlapping dims take at least as long as the slowest dim alone (its loads are part of the
+// combined ones) and as every byte over all egress together; latency terms still add up.
+double overlapped_lower_bound(const Machine& m, const Traffic& t) {
+  Traffic one = t;
+  one.overlap = false;
+  one.matrix.clear();
+  double slowest = 0, latency = 0, bytes = 0;
+  const BoundMachine b = bound_machine(m);
+  for (std::size_t d = 0; d < t.dims.size(); ++d) {
+    const DimTraffic& dt = t.dims[d];
+    if (dt.size <= 1 || dt.bytes <= 0) continue;
+    one.dims.assign(t.dims.size(), DimTraffic{});
+    one.dims[d] = dt;
+    one.dims[d].calls = 0;
+    slowest = std::max(slowest, lower_bound(m, one));
+    const double steps = dt.pattern == Pattern::kRing ? 2.0 * (dt.size - 1.0) : 1.0;
+    latency += dt.calls * steps * b.lat_min * 1e-6;
+    const double nd = static_cast<double>(dt.size);
+    bytes += dt.pattern == Pattern::kRing ? static_cast<double>(t.world) * any_split_hop(dt, b.kmax)
+             : dt.pattern == Pattern::kAllToAll
+                 ? static_cast<double>(t.world) * (nd - 1) / nd * dt.bytes
+                 : 2.0 * static_cast<double>(t.world / dt.size) * (nd - 1) * dt.bytes;
+  }
+  for (const auto& fl : t.matrix) bytes += fl.from != fl.to ? fl.bytes : 0;
+  return std::max(slowest, bytes / b.total_egress) + latency;
+}
+
 }  // namespace
 
 double lower_bound(const Machine& m, const Traffic& t) {
   if (m.slots.empty()) return 0;
-  if (t.overlap) {
-    // Overlapping dims take at least as long as the slowest dim alone (its loads are part of the
-    // combined ones) and as every byte over all egress together; latency terms still add up.
-    Traffic one = t;
-    one.overlap = false;
-    one.matrix.clear();
-    double slowest = 0, latency = 0, bytes = 0;
-    const BoundMachine b = bound_machine(m);
-    for (std::size_t d = 0; d < t.dims.size(); ++d) {
-      const DimTraffic& dt = t.dims[d];
-      if (dt.size <= 1 || dt.bytes <= 0) continue;
-      one.dims.assign(t.dims.size(), DimTraffic{});
-      one.dims[d] = dt;
-      one.dims[d].calls = 0;
-      slowest = std::max(slowest, lower_bound(m, one));
-      const double steps = dt.pattern == Pattern::kRing ? 2.0 * (dt.size - 1.0) : 1.0;
-      latency += dt.calls * steps * b.lat_min * 1e-6;
-      const double nd = static_cast<double>(dt.size);
-      bytes += dt.pattern == Pattern::kRing
-                   ? static_cast<double>(t.world) * any_split_hop(dt, b.kmax)
-               : dt.pattern == Pattern::kAllToAll
-                   ? static_cast<double>(t.world) * (nd - 1) / nd * dt.bytes
-                   : 2.0 * static_cast<double>(t.world / dt.size) * (nd - 1) * dt.bytes;
-    }
-    for (const auto& fl : t.matrix) bytes += fl.from != fl.to ? fl.bytes : 0;
-    return std::max(slowest, bytes / b.total_egress) + latency;
-  }
+  if (t.overlap) return overlapped_lower_bound(m, t);
   const BoundMachine b = bound_machine(m);
   // Per dim, two families of floors, each combined with the crossing floor (valid for any
   // placement): f given the rank's host holds k of its group, fi given its island does.
