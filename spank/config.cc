@@ -18,7 +18,8 @@ using topology::ErrorCode;
 constexpr const char* kKeys =
     "fabric, guid_map, job_dir, policy, gpu_binding, overwrite_user_env, "
     "bind_cpus, "
-    "judge_allocation, master_port, launcher, ids, health_dir, doctor, doctor_fsroot, capture";
+    "judge_allocation, master_port, launcher, ids, health_dir, doctor, doctor_fsroot, capture, "
+    "oversubscription, routing";
 
 bool parse_bool(const std::string& value, const std::string& where, const std::string& key) {
   if (value == "true" || value == "yes" || value == "1") return true;
@@ -87,6 +88,24 @@ void load_file(Config& config, const std::string& path) {
         }
         config.nodes.push_back(std::move(capture));
       }
+      continue;
+    }
+    if (key == "oversubscription" && value.is_array()) {
+      // oversubscription = [1, 2]: the same setting as the plugstack's oversubscription=1,2.
+      std::string text;
+      for (const auto& x : *value.as_array()) {
+        std::string v;
+        if (x.is_integer()) {
+          v = std::to_string(*x.value<std::int64_t>());
+        } else if (x.is_floating_point()) {
+          v = std::to_string(*x.value<double>());
+        } else {
+          throw Error(ErrorCode::kBadInput, where_of(x, path),
+                      "oversubscription must be an array of numbers, e.g. [1, 2]");
+        }
+        text += (text.empty() ? "" : ",") + v;
+      }
+      apply_setting(config, key, text, where);
       continue;
     }
     if (value.is_table() || value.is_array()) {
@@ -172,6 +191,11 @@ void apply_setting(Config& config, const std::string& key, const std::string& va
     }
   } else if (key == "capture") {
     config.nodes.push_back({"*", value});
+  } else if (key == "oversubscription") {
+    config.oversubscription =
+        value.empty() ? std::vector<double>{} : topology::parse_oversubscription(value, where);
+  } else if (key == "routing") {
+    config.routing = topology::parse_routing(value, where);
   } else {
     throw Error(ErrorCode::kBadInput, where,
                 "unknown key '" + key + "' (known: " + kKeys + ", [[node]])");

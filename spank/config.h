@@ -7,10 +7,12 @@
 // turns a feature off. Errors are thrown as topology::Error; the facade catches them.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "topoaware/mapper/launch.h"
+#include "topoaware/topology/fabric.h"
 
 namespace topoaware::spank {
 
@@ -46,6 +48,13 @@ struct Config {
   bool doctor_warn = false;
   std::string doctor_fsroot = "/";
   std::vector<NodeCapture> nodes;  // per-host node captures, first match wins
+  // Where the fabric gives no link speeds (topology.conf without LinkSpeed): the oversubscription
+  // of tiers 1, 2, ... (down:up, each >= 1); empty: non-blocking. Apply to the loaded fabric with
+  // topology::declare_oversubscription() before planning.
+  std::vector<double> oversubscription;
+  // How every tier spreads flows over parallel uplinks; unset: the fabric's (TOML `routing`), else
+  // adaptive. Apply as Fabric::routing (clearing routing_by_tier) before planning.
+  std::optional<topology::Routing> routing;
 };
 
 // Parses plugstack arguments: `config=PATH` is read first wherever it appears, then every other

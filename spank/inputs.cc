@@ -104,7 +104,17 @@ topology::Fabric load_configured_fabric(const Config& config) {
                           config.path.empty() ? "plugstack" : config.path,
                           "no fabric configured (set fabric = \"FILE\")");
   }
-  return topology::load_fabric(config.fabric, config.guid_map);
+  topology::Fabric fabric = topology::load_fabric(config.fabric, config.guid_map);
+  // What the site declares where the fabric gives no capacities, and how its tiers route, as
+  // `topo-aware map --config` applies them.
+  if (!config.oversubscription.empty()) {
+    topology::declare_oversubscription(fabric, config.oversubscription);
+  }
+  if (config.routing) {
+    fabric.routing = *config.routing;
+    fabric.routing_by_tier.clear();
+  }
+  return fabric;
 }
 
 // Hosts without a capture are taken to be like the node the plugin runs on.

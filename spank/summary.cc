@@ -68,6 +68,10 @@ std::vector<std::string> plan_summary(const mapper::RankPlan& plan) {
                 seconds_text(plan.cost.seconds).c_str(), seconds_text(base).c_str(), change,
                 plan.rail_optimized ? ", rail-optimized fabric" : "");
   out.emplace_back(buf);
+  // What the figures rest on where the inputs gave no capacity (topology.conf: no speeds).
+  if (!plan.assumptions.empty()) {
+    out.push_back("topo-aware:   " + mapper::assumptions_line(plan.assumptions));
+  }
   if (plan.host_blocks) {
     std::snprintf(buf, sizeof buf,
                   "topo-aware:   per-node launcher: %zu hosts, %zu workers; NODE_RANK "

@@ -3,9 +3,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <map>
 #include <numeric>
+#include <set>
 #include <sstream>
 
 #include "node_facts.h"
@@ -18,6 +20,7 @@ using internal::kGB;
 
 constexpr double kPlainNvlinkGbps = 300;  // a node given without a model
 constexpr double kPlainPortGbps = 25;     // a host the fabric lists without ports (200 Gb/s)
+constexpr double kUnlimitedGbps = 1e9;    // a group with no uplink to charge (the top)
 
 // Routes flows and keeps per-resource loads for the dim being evaluated.
 class Router {
@@ -26,6 +29,8 @@ class Router {
       : m_(m), res_(internal::resource_index(m)), detail_(detail) {
     load_.assign(res_.total, 0.0);
     cap_ = internal::resource_capacity(m, res_);
+    links_ = internal::resource_ecmp_links(m, res_);
+    square_.assign(res_.total, 0.0);
     if (detail_) {
       total_.assign(res_.total, 0.0);
       peak_.assign(res_.total, 0.0);
@@ -34,14 +39,17 @@ class Router {
   }
 
   // routing.h's sink: loads per resource, bytes per tier, bytes up the tree.
-  void load(std::size_t r, double bytes) { load_[r] += bytes; }
+  void load(std::size_t r, double bytes) {
+    load_[r] += bytes;
+    if (links_[r] > 1) square_[r] += bytes * bytes;
+  }
   void tier(int t, double bytes) {
     if (detail_) tier_bytes_[static_cast<std::size_t>(t)] += bytes;
   }
   void crossed(std::size_t l, double bytes) { crossing_ += bytes * static_cast<double>(l + 1); }
 
-  int flow(std::uint32_t a, std::uint32_t b, double bytes) {
-    return internal::route_flow(m_, res_, a, b, bytes, *this);
+  int flow(std::uint32_t a, std::uint32_t b, double bytes, bool p2p) {
+    return internal::route_flow(m_, res_, a, b, bytes, p2p, *this);
   }
   const internal::ResourceIndex& resources() const { return res_; }
 
@@ -53,6 +61,10 @@ class Router {
       double l = load_[i];
       if (l <= 0) continue;
       double t = cap_[i] > 0 ? l / cap_[i] : std::numeric_limits<double>::infinity();
+      if (links_[i] > 1) {
+        t *= internal::ecmp_factor(l * l / square_[i], links_[i]);
+        square_[i] = 0;
+      }
       if (t > best) {
         best = t;
         arg = i;
@@ -131,7 +143,8 @@ class Router {
   const Machine& m_;
   internal::ResourceIndex res_;
   bool detail_;
-  std::vector<double> load_, cap_, total_, peak_, tier_bytes_;
+  std::vector<double> load_, cap_, total_, peak_, tier_bytes_, square_;
+  std::vector<std::uint32_t> links_;
   double crossing_ = 0;
 };
 
@@ -142,9 +155,11 @@ struct DimResult {
   double bw_seconds = 0;
 };
 
+// Routes one dim's groups; `finish`: ends the dim (its bandwidth time, loads cleared), else the
+// loads stay for the dims that overlap it and only the latency term is returned.
 DimResult route_dim(Router& router, const Machine& m, const DimTraffic& d,
                     const std::vector<std::uint32_t>& slot_of_rank, internal::HostGroups& hg,
-                    std::vector<std::uint32_t>& members) {
+                    std::vector<std::uint32_t>& members, bool finish = true) {
   DimResult r;
   const long long n = d.size;
   if (n <= 1 || d.bytes <= 0) return r;
@@ -171,15 +186,39 @@ DimResult route_dim(Router& router, const Machine& m, const DimTraffic& d,
       reached_max = std::max(reached_max, reached);
     }
   }
-  r.bw_seconds = router.finish_dim(&r.worst);
+  if (finish) r.bw_seconds = router.finish_dim(&r.worst);
   double steps = d.pattern == Pattern::kRing ? 2.0 * static_cast<double>(n - 1) : 1.0;
   r.seconds = r.bw_seconds + d.calls * steps * internal::reach_latency_us(m, reached_max) * 1e-6;
   return r;
 }
 
+// Overlapping dims: every dim's loads together, one bandwidth time, each dim's latency added.
+double overlapped_seconds(const Machine& m, const Traffic& t,
+                          const std::vector<std::uint32_t>& slot_of_rank, double* crossing) {
+  Router router(m, false);
+  internal::HostGroups hg;
+  std::vector<std::uint32_t> members;
+  double latency = 0;
+  for (const auto& d : t.dims) {
+    latency += route_dim(router, m, d, slot_of_rank, hg, members, false).seconds;
+  }
+  for (const auto& f : t.matrix)
+    router.flow(slot_of_rank[f.from], slot_of_rank[f.to], f.bytes, true);
+  if (crossing) *crossing = router.crossing();
+  return router.finish_dim(nullptr) + latency;
+}
+
 CostReport evaluate_impl(const Machine& m, const Traffic& t,
                          const std::vector<std::uint32_t>& slot_of_rank, bool detail,
                          std::vector<LinkLoad>* loads, double* crossing = nullptr) {
+  if (t.overlap) {
+    // Per-dim figures as each dim alone; the total with the dims overlapping.
+    Traffic alone = t;
+    alone.overlap = false;
+    CostReport r = evaluate_impl(m, alone, slot_of_rank, detail, loads, crossing);
+    r.seconds = overlapped_seconds(m, t, slot_of_rank, crossing);
+    return r;
+  }
   if (static_cast<long long>(slot_of_rank.size()) != t.world) {
     throw Error("cost model: " + std::to_string(slot_of_rank.size()) +
                 " ranks placed, layout has " + std::to_string(t.world));
@@ -215,7 +254,7 @@ CostReport evaluate_impl(const Machine& m, const Traffic& t,
   }
   if (!t.matrix.empty()) {
     for (const auto& f : t.matrix) {
-      router.flow(slot_of_rank[f.from], slot_of_rank[f.to], f.bytes);
+      router.flow(slot_of_rank[f.from], slot_of_rank[f.to], f.bytes, true);
     }
     std::size_t worst = 0;
     double s = router.finish_dim(&worst);
@@ -275,78 +314,225 @@ double evaluate_seconds(const Machine& machine, const Traffic& traffic,
   return evaluate_impl(machine, traffic, slot_of_rank, false, nullptr, crossing).seconds;
 }
 
-Machine build_machine(const topology::Fabric& fabric, const std::vector<std::string>& hosts,
-                      const std::vector<const topology::NodeTopology*>& nodes,
-                      const std::vector<std::vector<int>>& gpus) {
-  if (hosts.size() != nodes.size() || hosts.size() != gpus.size()) {
-    throw Error("mapper: " + std::to_string(hosts.size()) + " hosts but " +
-                std::to_string(nodes.size()) + " node models and " + std::to_string(gpus.size()) +
-                " GPU lists");
+double Machine::slot_port_gbps(std::size_t slot) const {
+  const Slot& s = slots[slot];
+  double sum = 0;
+  for (std::uint32_t i = 0; i < s.ports.count; ++i) {
+    sum += port_gbps[port_base[s.host] + port_list[s.ports.begin + i]];
   }
-  std::vector<std::size_t> order(hosts.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](auto a, auto b) { return hosts[a] < hosts[b]; });
-  for (std::size_t i = 1; i < order.size(); ++i) {
-    if (hosts[order[i]] == hosts[order[i - 1]]) {
-      throw Error("mapper: host " + hosts[order[i]] + " appears twice in the step");
+  return sum;
+}
+
+namespace {
+
+// A step host's ports as the machine sees them: the fabric's, or the node model's NICs where the
+// fabric gives no speeds.
+struct HostPorts {
+  std::vector<double> gbps;        // nominal (before `degraded`)
+  std::vector<std::string> names;  // NIC name per port, empty where unknown
+  std::vector<int> node_ordinal;   // per port: the node NIC it is (index into nic_names), or -1
+  bool from_node = false;          // taken from the node model (the fabric gave no speeds)
+  bool invented = false;           // neither fabric nor capture gave a speed
+};
+
+std::string gbps_text(double gbps) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g GB/s", std::round(gbps * 100) / 100);
+  return buf;
+}
+
+// Builds a Machine step by step: hosts in name order, each host's ports, its GPUs' slots and
+// the NICs each uses, PXN relays, then the network levels with their capacities and what was
+// assumed on the way.
+class MachineBuilder {
+ public:
+  MachineBuilder(const topology::Fabric& fabric, const std::vector<std::string>& hosts,
+                 const std::vector<const topology::NodeTopology*>& nodes,
+                 const std::vector<std::vector<int>>& gpus)
+      : f_(fabric), hosts_(hosts), nodes_(nodes), gpus_(gpus) {}
+
+  Machine build() {
+    for (std::size_t i : name_order()) add_host(i);
+    m_.rail_optimized = f_.rail_optimized;
+    add_levels();
+    add_latencies();
+    state_assumptions();
+    return std::move(m_);
+  }
+
+ private:
+  // Step hosts sorted by name; a name twice is an error.
+  std::vector<std::size_t> name_order() const {
+    if (hosts_.size() != nodes_.size() || hosts_.size() != gpus_.size()) {
+      throw Error("mapper: " + std::to_string(hosts_.size()) + " hosts but " +
+                  std::to_string(nodes_.size()) + " node models and " +
+                  std::to_string(gpus_.size()) + " GPU lists");
     }
+    std::vector<std::size_t> order(hosts_.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::sort(order.begin(), order.end(), [&](auto a, auto b) { return hosts_[a] < hosts_[b]; });
+    for (std::size_t i = 1; i < order.size(); ++i) {
+      if (hosts_[order[i]] == hosts_[order[i - 1]]) {
+        throw Error("mapper: host " + hosts_[order[i]] + " appears twice in the step");
+      }
+    }
+    return order;
   }
-  Machine m;
-  std::map<const topology::NodeTopology*, internal::NodeFacts> facts;
-  std::map<int, int> dense_domain;
-  for (std::size_t oi = 0; oi < order.size(); ++oi) {
-    std::size_t i = order[oi];
-    const std::string& name = hosts[i];
-    std::int64_t fi = fabric.find_host(name);
+
+  const internal::NodeFacts* facts_of(const topology::NodeTopology* node) {
+    if (!node) return nullptr;
+    auto it = facts_.find(node);
+    if (it == facts_.end()) it = facts_.emplace(node, internal::node_facts(*node)).first;
+    return &it->second;
+  }
+
+  // The fabric's ports, unless it gives no speeds and the node model (a capture) does: then the
+  // node's usable NICs, at their ports' speeds.
+  HostPorts host_ports(const topology::HostInfo& hi, const internal::NodeFacts* nf) const {
+    HostPorts p;
+    const bool fabric_known = !hi.port_gbps.empty() && !hi.port_speed_assumed;
+    if (!fabric_known && nf && nf->capture) {
+      for (std::size_t k = 0; k < nf->nic_names.size(); ++k) {
+        if (!nf->nic_usable[k] || !(nf->nic_gbps[k] > 0)) continue;
+        p.gbps.push_back(nf->nic_gbps[k]);
+        p.names.push_back(nf->nic_names[k]);
+        p.node_ordinal.push_back(static_cast<int>(k));
+      }
+      if (!p.gbps.empty()) {
+        p.from_node = true;
+        return p;
+      }
+    }
+    if (!hi.port_gbps.empty()) {
+      for (std::size_t k = 0; k < hi.port_gbps.size(); ++k) {
+        p.gbps.push_back(hi.port_gbps[k] > 0 ? hi.port_gbps[k] : kPlainPortGbps);
+        p.names.push_back(k < hi.port_nic.size() ? hi.port_nic[k] : std::string());
+        p.node_ordinal.push_back(-1);
+      }
+      p.invented = hi.port_speed_assumed;
+    } else {
+      const std::size_t n = nf && !nf->nic_names.empty() ? nf->nic_names.size() : 1;
+      for (std::size_t k = 0; k < n; ++k) {
+        p.gbps.push_back(kPlainPortGbps);
+        p.names.emplace_back();
+        p.node_ordinal.push_back(-1);
+      }
+      p.invented = true;
+    }
+    return p;
+  }
+
+  // The host ports a GPU's traffic uses: its nearest NICs, matched by name, else by their
+  // position among the node's NICs; else spread by GPU position (a node without NIC facts).
+  std::vector<std::uint32_t> gpu_ports(const internal::GpuFacts* gf, const internal::NodeFacts* nf,
+                                       const HostPorts& hp, int gpu) const {
+    const auto ports = static_cast<std::uint32_t>(hp.gbps.size());
+    std::vector<std::uint32_t> out;
+    auto add = [&](std::uint32_t p) {
+      if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
+    };
+    if (gf) {
+      for (const auto& name : gf->nics) {
+        for (std::uint32_t p = 0; p < ports; ++p) {
+          if (!hp.names[p].empty() && hp.names[p] == name) add(p);
+        }
+      }
+      if (out.empty()) {
+        for (int o : gf->nic_ordinals) {
+          bool matched = false;
+          for (std::uint32_t p = 0; p < ports; ++p) {
+            if (hp.node_ordinal[p] == o) {
+              add(p);
+              matched = true;
+            }
+          }
+          if (!matched && !hp.from_node) add(static_cast<std::uint32_t>(o) % ports);
+        }
+      }
+      if (out.empty() && nf && !nf->gpus.empty()) {
+        const auto ordinal = static_cast<std::uint32_t>(gf - nf->gpus.data());
+        add(ordinal * ports / static_cast<std::uint32_t>(nf->gpus.size()));
+      }
+    }
+    if (out.empty()) add(static_cast<std::uint32_t>(std::max(gpu, 0)) % ports);
+    return out;
+  }
+
+  PortRange keep_ports(const std::vector<std::uint32_t>& ports) {
+    PortRange r{static_cast<std::uint32_t>(m_.port_list.size()),
+                static_cast<std::uint32_t>(ports.size())};
+    m_.port_list.insert(m_.port_list.end(), ports.begin(), ports.end());
+    return r;
+  }
+
+  void add_host(std::size_t i) {
+    const std::string& name = hosts_[i];
+    const std::int64_t fi = f_.find_host(name);
     if (fi < 0) {
       throw Error("host " + name + " is not in the fabric" +
-                  (fabric.source.empty() ? std::string() : " (" + fabric.source + ")"));
+                  (f_.source.empty() ? std::string() : " (" + f_.source + ")"));
     }
-    const topology::HostInfo& hi = fabric.hosts[static_cast<std::size_t>(fi)];
-    auto h = static_cast<std::uint32_t>(m.hosts.size());
-    m.hosts.push_back(name);
-    m.fabric_host.push_back(static_cast<std::uint32_t>(fi));
-    const internal::NodeFacts* nf = nullptr;
-    if (nodes[i]) {
-      auto it = facts.find(nodes[i]);
-      if (it == facts.end()) it = facts.emplace(nodes[i], internal::node_facts(*nodes[i])).first;
-      nf = &it->second;
-    }
-    // Ports: the fabric's, else one per node NIC, else one. A NIC the node doctor found degraded
-    // (HostInfo::nic_fraction) carries what it measured; port p is NIC p (the fabric's name for
-    // it, else the node's p-th NIC).
-    m.port_base.push_back(static_cast<std::uint32_t>(m.port_gbps.size()));
-    double degraded = hi.degraded > 0 ? hi.degraded : 1.0;
-    auto health = [&](std::size_t p) {
-      if (hi.nic_fraction.empty()) return 1.0;
-      std::string nic = p < hi.port_nic.size() ? hi.port_nic[p] : std::string();
-      if (nic.empty() && nf && p < nf->nic_names.size()) nic = nf->nic_names[p];
-      auto it = hi.nic_fraction.find(nic);
-      return it == hi.nic_fraction.end() ? 1.0 : it->second;
-    };
-    if (!hi.port_gbps.empty()) {
-      for (std::size_t p = 0; p < hi.port_gbps.size(); ++p) {
-        const double g = hi.port_gbps[p];
-        m.port_gbps.push_back((g > 0 ? g : kPlainPortGbps) * degraded * health(p));
+    const topology::HostInfo& hi = f_.hosts[static_cast<std::size_t>(fi)];
+    const auto h = static_cast<std::uint32_t>(m_.hosts.size());
+    m_.hosts.push_back(name);
+    m_.fabric_host.push_back(static_cast<std::uint32_t>(fi));
+    const internal::NodeFacts* nf = facts_of(nodes_[i]);
+    const HostPorts hp = host_ports(hi, nf);
+    // A host with nothing left belongs in `excluded`; a degraded 0 must not read as healthy.
+    const double degraded = std::clamp(hi.degraded, 1e-6, 1.0);
+    m_.port_base.push_back(static_cast<std::uint32_t>(m_.port_gbps.size()));
+    double nominal = 0;
+    // A NIC the node doctor found degraded (HostInfo::nic_fraction) carries what it measured.
+    for (std::size_t p = 0; p < hp.gbps.size(); ++p) {
+      const double g = hp.gbps[p];
+      // The port's NIC: its name, else the node NIC it is, else the node's p-th NIC (as a GPU's
+      // nearest NIC ordinal finds its port, gpu_ports()).
+      std::string nic = p < hp.names.size() ? hp.names[p] : std::string();
+      const int ordinal = p < hp.node_ordinal.size() && hp.node_ordinal[p] >= 0
+                              ? hp.node_ordinal[p]
+                              : static_cast<int>(p);
+      if (nic.empty() && nf && static_cast<std::size_t>(ordinal) < nf->nic_names.size()) {
+        nic = nf->nic_names[static_cast<std::size_t>(ordinal)];
       }
-    } else {
-      std::size_t n = nf && !nf->nic_names.empty() ? nf->nic_names.size() : 1;
-      for (std::size_t p = 0; p < n; ++p) {
-        m.port_gbps.push_back(kPlainPortGbps * degraded * health(p));
-      }
+      const auto health = hi.nic_fraction.find(nic);
+      m_.port_gbps.push_back(g * degraded *
+                             (health == hi.nic_fraction.end() ? 1.0 : health->second));
+      nominal += g;
+      fastest_port_ = std::max(fastest_port_, g);
     }
-    auto ports = static_cast<std::uint32_t>(m.port_gbps.size() - m.port_base.back());
-    m.port_count.push_back(ports);
+    m_.port_count.push_back(static_cast<std::uint32_t>(hp.gbps.size()));
+    host_nominal_.push_back(nominal);
+    ports_from_node_ |= hp.from_node;
+    ports_invented_ |= hp.invented;
+    if (hp.from_node) node_port_text_ = port_text(hp);
+    if (hp.invented) invented_port_text_ = port_text(hp);
+
     int domain = -1;
     double domain_gbps = 0;
     if (hi.nvlink_domain >= 0 &&
-        static_cast<std::size_t>(hi.nvlink_domain) < fabric.nvlink_domains.size()) {
-      domain = dense_domain.emplace(hi.nvlink_domain, static_cast<int>(dense_domain.size()))
+        static_cast<std::size_t>(hi.nvlink_domain) < f_.nvlink_domains.size()) {
+      domain = dense_domain_.emplace(hi.nvlink_domain, static_cast<int>(dense_domain_.size()))
                    .first->second;
-      domain_gbps = fabric.nvlink_domains[static_cast<std::size_t>(hi.nvlink_domain)].gpu_bandwidth;
+      domain_gbps = f_.nvlink_domains[static_cast<std::size_t>(hi.nvlink_domain)].gpu_bandwidth;
     }
-    m.domain_of_host.push_back(domain);
-    std::vector<int> used = gpus[i];
+    m_.domain_of_host.push_back(domain);
+    add_slots(h, name, nf, hp, domain_gbps, gpus_[i]);
+    add_relays(nf, hp, gpus_[i]);
+  }
+
+  static std::string port_text(const HostPorts& hp) {
+    std::map<double, int> by_speed;
+    for (double g : hp.gbps) ++by_speed[g];
+    std::string s;
+    for (const auto& [g, n] : by_speed) {
+      s += (s.empty() ? "" : " + ") + std::to_string(n) + " x " + gbps_text(g);
+    }
+    return s;
+  }
+
+  // One slot per GPU the step uses on the host, in NVML order, with the ports its traffic uses.
+  void add_slots(std::uint32_t h, const std::string& name, const internal::NodeFacts* nf,
+                 const HostPorts& hp, double domain_gbps, std::vector<int> used) {
     std::sort(used.begin(), used.end());
     for (std::size_t k = 1; k < used.size(); ++k) {
       if (used[k] == used[k - 1]) {
@@ -355,71 +541,244 @@ Machine build_machine(const topology::Fabric& fabric, const std::vector<std::str
     }
     const int node_gpus = nf ? static_cast<int>(nf->gpus.size()) : 0;
     for (int gpu : used) {
+      if (gpu < 0) throw Error("host " + name + ": negative GPU index");
       Slot s;
       s.host = h;
       s.gpu = gpu;
       double nv = kPlainNvlinkGbps;
-      int port = -1;
+      const internal::GpuFacts* gf = nullptr;
       if (nf && !nf->gpus.empty()) {
-        const internal::GpuFacts* gf = nf->find(gpu);
+        gf = nf->find(gpu);
         if (!gf) {
           throw Error("host " + name + ": GPU " + std::to_string(gpu) +
                       " is not in its node model (" + std::to_string(node_gpus) + " GPUs)");
         }
         nv = gf->nvlink_gbps;
-        if (!gf->nics.empty()) {
-          for (std::size_t p = 0; p < hi.port_nic.size(); ++p) {
-            if (hi.port_nic[p] == gf->nics[0]) port = static_cast<int>(p);
+      }
+      const std::vector<std::uint32_t> ports = gpu_ports(gf, nf, hp, gpu);
+      s.port = static_cast<int>(ports.front());
+      s.ports = keep_ports(ports);
+      m_.slots.push_back(s);
+      m_.slot_nvlink_gbps.push_back(std::max(nv, domain_gbps));
+    }
+  }
+
+  // PXN: the ports of every GPU of the node by NVML index (a relay need not be in the step), and
+  // whether the node's GPUs reach each other over NVLink. A plain node (no model) has NVSwitch.
+  void add_relays(const internal::NodeFacts* nf, const HostPorts& hp,
+                  const std::vector<int>& used) {
+    m_.relay_base.push_back(static_cast<std::uint32_t>(m_.relay_ranges.size()));
+    bool nvlink = true;
+    int count = 0;
+    if (nf && !nf->gpus.empty()) {
+      for (const auto& g : nf->gpus) {
+        nvlink = nvlink && g.nvlink;
+        count = std::max(count, g.dev + 1);
+      }
+    } else {
+      for (int g : used) count = std::max(count, g + 1);
+    }
+    for (int g = 0; g < count; ++g) {
+      const internal::GpuFacts* gf = nf && !nf->gpus.empty() ? nf->find(g) : nullptr;
+      if (nf && !nf->gpus.empty() && !gf) {
+        m_.relay_ranges.push_back({});
+        continue;
+      }
+      m_.relay_ranges.push_back(keep_ports(gpu_ports(gf, nf, hp, g)));
+    }
+    m_.relay_count.push_back(static_cast<std::uint32_t>(count));
+    m_.pxn.push_back(nvlink ? 1 : 0);
+  }
+
+  // Per fabric level (tier >= 1), every group's uplink capacity: the fabric's, or where it gives
+  // none (topology.conf without LinkSpeed) what the group carries over the declared
+  // oversubscription of its tier: the hosts' NICs below a first-tier group, the uplinks of the
+  // groups below a higher one. Hosts outside the step are taken to have the NICs of the step's
+  // largest host (a guess that invents no bottleneck).
+  std::vector<std::vector<double>> sized_uplinks() {
+    const std::size_t nh = f_.hosts.size();
+    std::vector<double> host_cap(nh, 0.0);
+    double typical = 0;
+    for (double c : host_nominal_) typical = std::max(typical, c);
+    for (std::size_t h = 0; h < nh; ++h) host_cap[h] = typical;
+    for (std::size_t h = 0; h < m_.hosts.size(); ++h)
+      host_cap[m_.fabric_host[h]] = host_nominal_[h];
+    std::vector<std::vector<double>> up(f_.levels.size());
+    int below = -1;  // the last network level sized
+    for (std::size_t l = 0; l < f_.levels.size(); ++l) {
+      const topology::LocalityLevel& lv = f_.levels[l];
+      if (lv.tier < 1 || lv.group_of_host.size() != nh) continue;
+      const std::size_t groups = lv.group_uplink_gbps.size();
+      std::vector<double> down(groups, 0.0);
+      if (below < 0) {
+        for (std::size_t h = 0; h < nh; ++h) down[lv.group_of_host[h]] += host_cap[h];
+      } else {
+        const auto& inner = f_.levels[static_cast<std::size_t>(below)];
+        std::vector<char> seen(inner.group_uplink_gbps.size(), 0);
+        for (std::size_t h = 0; h < nh; ++h) {
+          const std::uint32_t c = inner.group_of_host[h];
+          if (seen[c]) continue;
+          seen[c] = 1;
+          down[lv.group_of_host[h]] += up[static_cast<std::size_t>(below)][c];
+        }
+      }
+      up[l].assign(groups, 0.0);
+      for (std::size_t g = 0; g < groups; ++g) {
+        const bool assumed = g < lv.group_uplink_assumed.size() && lv.group_uplink_assumed[g];
+        const double given = lv.group_uplink_gbps[g];
+        if (assumed) {
+          up[l][g] = down[g] / declared(lv.tier);
+          uplinks_sized_ = true;
+          sized_tiers_.insert(lv.tier);
+        } else {
+          up[l][g] = given > 0 ? given : kUnlimitedGbps;  // no uplink: the top, not a limit
+        }
+      }
+      below = static_cast<int>(l);
+    }
+    return up;
+  }
+
+  double declared(int tier) const {
+    auto it = f_.declared_oversubscription.find(tier);
+    return it != f_.declared_oversubscription.end() && it->second >= 1 ? it->second : 1.0;
+  }
+
+  // The fabric's network levels restricted to the step's hosts, group ids made dense.
+  void add_levels() {
+    const std::vector<std::vector<double>> up = sized_uplinks();
+    for (std::size_t l = 0; l < f_.levels.size(); ++l) {
+      const topology::LocalityLevel& level = f_.levels[l];
+      if (level.name == "host" || level.name == "nvlink") continue;
+      if (level.group_of_host.size() != f_.hosts.size()) continue;
+      NetLevel nl;
+      nl.name = level.name;
+      nl.latency_us = level.latency_us > 0 ? level.latency_us
+                                           : 1.0 + 0.3 * static_cast<double>(m_.levels.size() + 1);
+      nl.ecmp = level.tier >= 1 && f_.routing_of_tier(level.tier) == topology::Routing::kEcmp;
+      std::map<std::uint32_t, std::uint32_t> dense;
+      for (std::size_t h = 0; h < m_.hosts.size(); ++h) {
+        std::uint32_t g = level.group_of_host[m_.fabric_host[h]];
+        auto [it, fresh] = dense.emplace(g, static_cast<std::uint32_t>(dense.size()));
+        if (fresh) {
+          double cap = g < up[l].size() ? up[l][g] : 0;
+          if (up[l].empty()) {
+            const double given =
+                g < level.group_uplink_gbps.size() ? level.group_uplink_gbps[g] : 0;
+            cap = given > 0 ? given : kUnlimitedGbps;
           }
+          nl.uplink_gbps.push_back(cap);
+          std::uint32_t links =
+              g < level.group_uplink_links.size() ? std::max(1u, level.group_uplink_links[g]) : 1;
+          if (g < level.group_uplink_assumed.size() && level.group_uplink_assumed[g] &&
+              fastest_port_ > 0 && cap < kUnlimitedGbps) {
+            // A sized uplink's links (what ECMP hashes onto) are taken as fast as a host port.
+            links = static_cast<std::uint32_t>(std::max(1.0, std::round(cap / fastest_port_)));
+          }
+          nl.uplink_links.push_back(links);
+          std::string label = g < level.group_name.size() && !level.group_name[g].empty()
+                                  ? level.group_name[g]
+                                  : m_.hosts[h];
+          nl.group_label.push_back(level.name + " " + label);
         }
-        if (port < 0 && gf->nic_ordinal >= 0) port = gf->nic_ordinal % static_cast<int>(ports);
-        if (port < 0) {
-          int ordinal = static_cast<int>(gf - nf->gpus.data());
-          port = ordinal * static_cast<int>(ports) / std::max(1, node_gpus);
-        }
-      } else if (gpu < 0) {
-        throw Error("host " + name + ": negative GPU index");
+        nl.group_of_host.push_back(it->second);
       }
-      if (port < 0) port = gpu % static_cast<int>(ports);
-      s.port = port;
-      m.slots.push_back(s);
-      m.slot_nvlink_gbps.push_back(std::max(nv, domain_gbps));
+      m_.levels.push_back(std::move(nl));
     }
   }
-  m.rail_optimized = fabric.rail_optimized;
-  for (const auto& level : fabric.levels) {
-    if (level.name == "host" || level.name == "nvlink") continue;
-    if (level.group_of_host.size() != fabric.hosts.size()) continue;
-    NetLevel nl;
-    nl.name = level.name;
-    nl.latency_us = level.latency_us > 0 ? level.latency_us
-                                         : 1.0 + 0.3 * static_cast<double>(m.levels.size() + 1);
-    std::map<std::uint32_t, std::uint32_t> dense;
-    for (std::size_t h = 0; h < m.hosts.size(); ++h) {
-      std::uint32_t g = level.group_of_host[m.fabric_host[h]];
-      auto [it, fresh] = dense.emplace(g, static_cast<std::uint32_t>(dense.size()));
-      if (fresh) {
-        double up = g < level.group_uplink_gbps.size() ? level.group_uplink_gbps[g] : 0;
-        nl.uplink_gbps.push_back(up > 0 ? up : 1e9);  // unknown or top: not a constraint
-        std::string label = g < level.group_name.size() && !level.group_name[g].empty()
-                                ? level.group_name[g]
-                                : m.hosts[h];
-        nl.group_label.push_back(level.name + " " + label);
-      }
-      nl.group_of_host.push_back(it->second);
-    }
-    m.levels.push_back(std::move(nl));
+
+  void add_latencies() {
+    m_.reach_latency_us.push_back(m_.nvlink_latency_us);
+    for (const auto& l : m_.levels) m_.reach_latency_us.push_back(l.latency_us);
+    m_.reach_latency_us.push_back((m_.levels.empty() ? 1.0 : m_.levels.back().latency_us) + 0.3);
   }
-  m.reach_latency_us.push_back(m.nvlink_latency_us);
-  for (const auto& l : m.levels) m.reach_latency_us.push_back(l.latency_us);
-  m.reach_latency_us.push_back((m.levels.empty() ? 1.0 : m.levels.back().latency_us) + 0.3);
-  return m;
+
+  // One sentence per capacity the inputs did not give (Machine::assumptions).
+  void state_assumptions() {
+    if (ports_from_node_) {
+      m_.assumptions.push_back("host NICs from the node capture (" + node_port_text_ +
+                               " per host): the fabric gives no port speeds");
+    }
+    if (ports_invented_) {
+      m_.assumptions.push_back("host NICs assumed " + invented_port_text_ +
+                               " per host: neither the fabric nor a node capture gives their "
+                               "speed, so figures are relative only");
+    }
+    if (uplinks_sized_) {
+      std::string how;
+      bool any_declared = false;
+      for (int t : sized_tiers_) any_declared |= declared(t) > 1;
+      if (!any_declared) {
+        how = "non-blocking (declare an oversubscription per tier to change it)";
+      } else {
+        for (int t : sized_tiers_) {
+          char buf[48];
+          std::snprintf(buf, sizeof buf, "%stier %d %g:1", how.empty() ? "" : ", ", t, declared(t));
+          how += buf;
+        }
+        how = "at the declared oversubscription (" + how + ")";
+      }
+      m_.assumptions.push_back("switch uplinks sized from what they carry, " + how +
+                               ": the fabric gives no link speeds");
+      if (f_.hosts.size() > m_.hosts.size()) {
+        double typical = 0;
+        for (double c : host_nominal_) typical = std::max(typical, c);
+        m_.assumptions.push_back("hosts outside the step taken to have " + gbps_text(typical) +
+                                 " of NICs, like the step's");
+      }
+    }
+  }
+
+  const topology::Fabric& f_;
+  const std::vector<std::string>& hosts_;
+  const std::vector<const topology::NodeTopology*>& nodes_;
+  const std::vector<std::vector<int>>& gpus_;
+  Machine m_;
+  std::map<const topology::NodeTopology*, internal::NodeFacts> facts_;
+  std::map<int, int> dense_domain_;
+  std::vector<double> host_nominal_;  // per Machine host: its NICs' nominal capacity
+  double fastest_port_ = 0;           // GB/s
+  bool ports_from_node_ = false, ports_invented_ = false, uplinks_sized_ = false;
+  std::set<int> sized_tiers_;  // tiers whose uplinks were sized from what they carry
+  std::string node_port_text_, invented_port_text_;
+};
+
+}  // namespace
+
+Machine build_machine(const topology::Fabric& fabric, const std::vector<std::string>& hosts,
+                      const std::vector<const topology::NodeTopology*>& nodes,
+                      const std::vector<std::vector<int>>& gpus) {
+  return MachineBuilder(fabric, hosts, nodes, gpus).build();
 }
 
 // ---------------------------------------------------------------------------------------------
 // Lower bound (docs/mapper.md, "Lower bound").
 
 namespace {
+
+// Every host's NIC ports together, bytes/s: what leaves an island, in one place.
+std::vector<double> host_port_capacity(const Machine& m) {
+  std::vector<double> cap(m.hosts.size(), 0);
+  for (std::size_t h = 0; h < m.hosts.size(); ++h) {
+    for (std::uint32_t p = 0; p < m.port_count[h]; ++p)
+      cap[h] += m.port_gbps[m.port_base[h] + p] * kGB;
+  }
+  return cap;
+}
+
+// The least a ring group's hop between two hosts carries: V, or the bytes themselves where NCCL
+// may run the all-reduce as a two-host tree: its members fit on two hosts, the `others` members
+// not on the rank's host on one host of at most kmax slots.
+double least_hop(const DimTraffic& dt, long long others, long long kmax) {
+  const double V = internal::ring_volume(dt.size, dt.bytes);
+  if (!dt.all_reduce || others > kmax) return V;
+  return std::min(V, internal::two_host_tree_volume(dt.bytes));
+}
+
+// The least hop of a group split over hosts in any way: a two-host tree needs n <= 2 kmax.
+double any_split_hop(const DimTraffic& dt, long long kmax) {
+  return least_hop(dt, dt.size - std::min(kmax, static_cast<long long>(dt.size) - 1), kmax);
+}
 
 // Members of one group that can share a "bin" (host, NVLink domain, level group) without
 // splitting: how many groups of size n must be split over bins of the given slot counts.
@@ -473,6 +832,75 @@ double least_sum(const std::vector<std::vector<double>>& f, const std::vector<lo
         if (c % w != 0) continue;  // a place closed under these dims holds a multiple of w
       }
       self(self, i + 1, room / k, w, sum + fd[static_cast<std::size_t>(k - 1)]);
+    }
+  };
+  search(search, 0, c, 1, 0.0);
+  return best;
+}
+
+// least_sum where an all-reduce's floor at k members may be a two-host tree's (any[d], below
+// ring[d]): then the group's other host P holds its other n - k members, which lie in n - k
+// distinct groups of every other dim e (they differ in d's coordinate), so some rank of P has at
+// most kmax / (n - k) e-peers on P and time_e >= g_e(n - k) = the least f_e up to there. The
+// search takes, per all-reduce dim, the ring's floor or the tree's with those floors on the
+// others (docs/mapper.md, "Lower bound", two-host trees).
+double least_sum_trees(const std::vector<std::vector<double>>& ring,
+                       const std::vector<std::vector<double>>& any, const std::vector<long long>& n,
+                       long long c, long long kmax) {
+  std::vector<std::size_t> live;
+  for (std::size_t d = 0; d < any.size(); ++d) {
+    if (any[d].size() > 1 || (any[d].size() == 1 && any[d][0] > 0)) live.push_back(d);
+  }
+  if (live.empty()) return 0;
+  c = std::max(1LL, c);
+  // g[e][q]: the least floor of dim e with at most kmax / q members on a host.
+  auto g = [&](std::size_t e, long long q) {
+    const long long most = std::min<long long>(static_cast<long long>(any[e].size()), kmax / q);
+    double v = std::numeric_limits<double>::infinity();
+    for (long long j = 1; j <= most; ++j) v = std::min(v, any[e][static_cast<std::size_t>(j - 1)]);
+    return most >= 1 ? v : 0.0;
+  };
+  double best = std::numeric_limits<double>::infinity();
+  std::vector<double> val(any.size(), 0.0), clamp(any.size(), 0.0);
+  std::vector<std::pair<std::size_t, long long>> trees;  // (dim, n - k) of tree choices
+  auto finish = [&]() {
+    std::fill(clamp.begin(), clamp.end(), 0.0);
+    for (const auto& [d, q] : trees) {
+      for (std::size_t e : live) {
+        if (e != d) clamp[e] = std::max(clamp[e], g(e, q));
+      }
+    }
+    double sum = 0;
+    for (std::size_t e : live) sum += std::max(val[e], clamp[e]);
+    best = std::min(best, sum);
+  };
+  auto search = [&](auto&& self, std::size_t i, long long room, long long whole,
+                    double partial) -> void {
+    if (partial >= best) return;
+    if (i == live.size()) {
+      finish();
+      return;
+    }
+    const std::size_t d = live[i];
+    const auto& fa = any[d];
+    const auto& fr = ring[d];
+    const long long nd = n[d];
+    for (long long k = 1; k <= room && k <= static_cast<long long>(fa.size()); ++k) {
+      long long w = whole;
+      if (k == nd) {
+        w *= nd;
+        if (c % w != 0) continue;  // a place closed under these dims holds a multiple of w
+      }
+      const auto at = static_cast<std::size_t>(k - 1);
+      const double r = at < fr.size() ? fr[at] : fa[at];
+      val[d] = r;
+      self(self, i + 1, room / k, w, partial + r);
+      if (fa[at] < r && k < nd) {  // a two-host tree is cheaper, with its partner's floors
+        val[d] = fa[at];
+        trees.emplace_back(d, nd - k);
+        self(self, i + 1, room / k, w, partial + fa[at]);
+        trees.pop_back();
+      }
     }
   };
   search(search, 0, c, 1, 0.0);
@@ -548,12 +976,7 @@ struct CrossTier {
 // climbing at the first level where both hosts share a group.
 std::vector<CrossTier> cross_tiers(const Machine& m, const std::vector<long long>& host_slots) {
   std::vector<CrossTier> tiers;
-  std::vector<double> host_ports(m.hosts.size(), 0);
-  for (std::size_t h = 0; h < m.hosts.size(); ++h) {
-    for (std::uint32_t p = 0; p < m.port_count[h]; ++p) {
-      host_ports[h] += m.port_gbps[m.port_base[h] + p] * kGB;
-    }
-  }
+  const std::vector<double> host_ports = host_port_capacity(m);
   auto add_tier = [&](const std::vector<std::size_t>& bin_of_host, std::size_t bins,
                       const std::vector<double>& bin_cap) {
     CrossTier tier;
@@ -674,7 +1097,7 @@ double joint_crossing_bound(const Machine& m, const Traffic& t,
                             const std::vector<std::vector<double>>& fi,
                             const std::vector<long long>& sizes,
                             const std::vector<long long>& host_slots,
-                            const std::vector<long long>& island_slots) {
+                            const std::vector<long long>& island_slots, long long kmax) {
   if (static_cast<long long>(m.slots.size()) != t.world) return 0;  // every slot holds a rank
   const std::vector<std::size_t> radix = radix_dims(t);
   if (radix.empty()) return 0;
@@ -683,7 +1106,9 @@ double joint_crossing_bound(const Machine& m, const Traffic& t,
   for (auto& tier : cross_tiers(m, host_slots)) {
     const long long most = *std::max_element(tier.slots.begin(), tier.slots.end());
     // A tier of one place, or one without a real uplink limit, is crossed by nothing.
-    if (tier.slots.size() < 2 || most > kCutSlots || tier.total_cap >= 1e17) continue;
+    if (tier.slots.size() < 2 || most > kCutSlots || tier.total_cap >= kUnlimitedGbps * kGB) {
+      continue;
+    }
     cmax = std::max(cmax, most);
     tiers.push_back(std::move(tier));
   }
@@ -700,7 +1125,7 @@ double joint_crossing_bound(const Machine& m, const Traffic& t,
     const double nd = static_cast<double>(dt.size);
     if (dt.bytes <= 0) continue;
     if (dt.pattern == Pattern::kRing) {
-      out[i] = 2.0 * (nd - 1) / nd * dt.bytes;
+      out[i] = any_split_hop(dt, kmax);
     } else if (dt.pattern == Pattern::kAllToAll) {
       out[i] = (nd - 1) / nd * dt.bytes;
     } else {
@@ -785,226 +1210,335 @@ double joint_crossing_bound(const Machine& m, const Traffic& t,
   return best;
 }
 
-}  // namespace
-
-double lower_bound(const Machine& m, const Traffic& t) {
-  if (m.slots.empty()) return 0;
-  const double nv = *std::max_element(m.slot_nvlink_gbps.begin(), m.slot_nvlink_gbps.end()) * kGB;
-  double port = *std::max_element(m.port_gbps.begin(), m.port_gbps.end()) * kGB;
-  const bool has_domains =
-      std::any_of(m.domain_of_host.begin(), m.domain_of_host.end(), [](int d) { return d >= 0; });
-  std::vector<long long> host_slots(m.hosts.size(), 0);
-  for (const auto& s : m.slots) ++host_slots[s.host];
-  const long long kmax = *std::max_element(host_slots.begin(), host_slots.end());
-  double total_egress = 0;
-  for (double g : m.slot_nvlink_gbps) total_egress += g * kGB;
-  for (double g : m.port_gbps) total_egress += g * kGB;
-
-  // Islands: an NVLink domain's hosts in the step, or a host outside any domain. Flows inside
-  // an island go over NVLink; every flow between islands leaves by a NIC port at port speed.
-  // (Hosts without slots hold no rank and are left out.)
+// What the lower bound reads off the machine once: the fastest NVLink and per-GPU NIC capacity,
+// slots per host and per island, and the capacities the crossing floors divide by.
+struct BoundMachine {
+  double nv = 0;    // fastest GPU NVLink egress, bytes/s
+  double port = 0;  // most NIC capacity one GPU's ports have together, bytes/s
+  bool has_domains = false;
+  std::vector<long long> host_slots;
+  long long kmax = 0;  // most slots of a host
   std::vector<long long> island_slots, island_hosts;
-  {
-    std::map<long long, std::size_t> idx;
-    for (std::size_t h = 0; h < m.hosts.size(); ++h) {
-      if (host_slots[h] == 0) continue;
-      long long key =
-          m.domain_of_host[h] >= 0 ? -1 - m.domain_of_host[h] : static_cast<long long>(h);
-      auto [it, fresh] = idx.emplace(key, island_slots.size());
-      if (fresh) {
-        island_slots.push_back(0);
-        island_hosts.push_back(0);
-      }
-      island_slots[it->second] += host_slots[h];
-      ++island_hosts[it->second];
-    }
-  }
-  const long long island_kmax = *std::max_element(island_slots.begin(), island_slots.end());
-  const long long island_hosts_max =
-      *std::max_element(island_hosts.begin(), island_hosts.end());
-
-  // Bins for the crossing bounds: level 0 = NVLink domain or host (capacity: NIC egress), then
-  // each network level (capacity: uplinks).
+  long long island_kmax = 0, island_hosts_max = 0;
+  double total_egress = 0;  // every NVLink and NIC egress together, bytes/s
+  double lat_min = 0;       // the least latency of a step
+  // Crossing bins: islands (capacity: their hosts' NIC ports), then each network level's groups
+  // (capacity: their uplinks).
   struct Bins {
     std::vector<long long> slots;
     double cap = 0;
   };
   std::vector<Bins> bins;
-  {
-    Bins b;
-    std::map<long long, std::size_t> idx;
-    std::vector<double> host_ports(m.hosts.size(), 0);
-    for (std::size_t h = 0; h < m.hosts.size(); ++h) {
-      for (std::uint32_t p = 0; p < m.port_count[h]; ++p) {
-        host_ports[h] += m.port_gbps[m.port_base[h] + p] * kGB;
-      }
-      long long key =
-          m.domain_of_host[h] >= 0 ? -1 - m.domain_of_host[h] : static_cast<long long>(h);
-      auto [it, fresh] = idx.emplace(key, b.slots.size());
-      if (fresh) b.slots.push_back(0);
-      b.slots[it->second] += host_slots[h];
-      b.cap += host_ports[h];
-    }
-    bins.push_back(std::move(b));
-  }
-  for (const auto& l : m.levels) {
-    Bins b;
-    b.slots.assign(l.uplink_gbps.size(), 0);
-    for (const auto& s : m.slots) ++b.slots[l.group_of_host[s.host]];
-    for (std::size_t g = 0; g < l.uplink_gbps.size(); ++g) {
-      if (b.slots[g] > 0) b.cap += l.uplink_gbps[g] * kGB;
-    }
-    bins.push_back(std::move(b));
-  }
+};
 
-  // Per dim, two families of floors, each combined with the crossing bounds (valid for any
-  // placement): f[k] given that some rank has k members of its group on its own host
-  // (k = 1..min(n, kmax)), and fi[k] given that some rank has k members on its own island
-  // (k = 1..min(n, island_kmax)).
+// An island's key: its NVLink domain, or the host itself outside any domain.
+long long island_key(const Machine& m, std::size_t h) {
+  return m.domain_of_host[h] >= 0 ? -1 - m.domain_of_host[h] : static_cast<long long>(h);
+}
+
+BoundMachine bound_machine(const Machine& m) {
+  BoundMachine b;
+  b.nv = *std::max_element(m.slot_nvlink_gbps.begin(), m.slot_nvlink_gbps.end()) * kGB;
+  for (std::size_t s = 0; s < m.slots.size(); ++s) b.port = std::max(b.port, m.slot_port_gbps(s));
+  b.port *= kGB;
+  b.has_domains =
+      std::any_of(m.domain_of_host.begin(), m.domain_of_host.end(), [](int d) { return d >= 0; });
+  b.host_slots.assign(m.hosts.size(), 0);
+  for (const auto& s : m.slots) ++b.host_slots[s.host];
+  b.kmax = *std::max_element(b.host_slots.begin(), b.host_slots.end());
+  for (double g : m.slot_nvlink_gbps) b.total_egress += g * kGB;
+  for (double g : m.port_gbps) b.total_egress += g * kGB;
+  b.lat_min = m.nvlink_latency_us;
+  for (double l : m.reach_latency_us) b.lat_min = std::min(b.lat_min, l);
+  // Islands: an NVLink domain's hosts in the step, or a host outside any domain. Flows inside an
+  // island go over NVLink; every flow between islands leaves by a NIC port. (Hosts without slots
+  // hold no rank and are left out.)
+  const std::vector<double> host_ports = host_port_capacity(m);
+  std::map<long long, std::size_t> idx;
+  BoundMachine::Bins islands;
+  for (std::size_t h = 0; h < m.hosts.size(); ++h) {
+    auto [it, fresh] = idx.emplace(island_key(m, h), islands.slots.size());
+    if (fresh) {
+      islands.slots.push_back(0);
+      if (b.host_slots[h] > 0) {
+        b.island_slots.push_back(0);
+        b.island_hosts.push_back(0);
+      }
+    }
+    islands.slots[it->second] += b.host_slots[h];
+    islands.cap += host_ports[h];
+  }
+  idx.clear();
+  for (std::size_t h = 0; h < m.hosts.size(); ++h) {
+    if (b.host_slots[h] == 0) continue;
+    auto [it, fresh] = idx.emplace(island_key(m, h), idx.size());
+    b.island_slots[it->second] += b.host_slots[h];
+    ++b.island_hosts[it->second];
+  }
+  b.island_kmax = *std::max_element(b.island_slots.begin(), b.island_slots.end());
+  b.island_hosts_max = *std::max_element(b.island_hosts.begin(), b.island_hosts.end());
+  b.bins.push_back(std::move(islands));
+  for (const auto& l : m.levels) {
+    BoundMachine::Bins bin;
+    bin.slots.assign(l.uplink_gbps.size(), 0);
+    for (const auto& s : m.slots) ++bin.slots[l.group_of_host[s.host]];
+    for (std::size_t g = 0; g < l.uplink_gbps.size(); ++g) {
+      if (bin.slots[g] > 0) bin.cap += l.uplink_gbps[g] * kGB;
+    }
+    b.bins.push_back(std::move(bin));
+  }
+  return b;
+}
+
+// An all-reduce runs as a tree only on groups that span exactly two hosts. A host lending
+// 1..j slots (j < n/2) holds a piece of at most j members of some group; were that group a
+// two-host tree, its other host would hold n - k >= n - j members of it, and two such hosts
+// cannot share one group (their pieces add up to less than n). A host of c slots holds n - j
+// members of at most floor(c / (n - j)) groups. So when there are more such small hosts than
+// that capacity, some small host's piece (of at most j members) is on a ring and sends its hop V
+// through its own ports: the dim takes at least V / (j port). Without NVLink domains only (a ring
+// hop to a host of the same domain goes over NVLink).
+double tree_shortfall_floor(const DimTraffic& dt, const BoundMachine& b) {
+  const long long n = dt.size;
+  if (!dt.all_reduce || dt.pattern != Pattern::kRing || b.has_domains || n < 3) return 0;
+  const double V = internal::ring_volume(n, dt.bytes);
+  double floor = 0;
+  for (long long j = 1; 2 * j < n; ++j) {
+    long long small = 0, partners = 0;
+    for (long long c : b.host_slots) {
+      if (c >= 1 && c <= j) ++small;
+      partners += c / (n - j);
+    }
+    if (small > partners) floor = std::max(floor, V / (static_cast<double>(j) * b.port));
+  }
+  // One-GPU pieces, where no host holds more than n slots: a tree needs its one-GPU piece's
+  // partner to hold n - 1 of the group. A host of n - 1 slots can; a host of n slots can only by
+  // leaving its last slot to a one-GPU piece of another group; smaller hosts cannot. So there are
+  // at least h1 + s one-GPU pieces for at most h_{n-1} + s partners (s: hosts of n slots split
+  // n-1 + 1, h_c: hosts of c slots), and where h1 > h_{n-1} some one-GPU piece is on a ring.
+  if (b.kmax <= n) {
+    long long h1 = 0, hn1 = 0;
+    for (long long c : b.host_slots) {
+      h1 += c == 1 ? 1 : 0;
+      hn1 += c == n - 1 ? 1 : 0;
+    }
+    if (h1 > hn1) floor = std::max(floor, V / b.port);
+  }
+  return floor;
+}
+
+// A dim's crossing floor, which holds wherever its ranks sit: groups that cannot fit whole in the
+// bins of a tier send at least so much across that tier's capacity; a group split over islands
+// sends its hop out through at most min(n-1, kmax) members' ports; every rank's bytes leave
+// through the machine's total egress.
+double crossing_floor(const DimTraffic& dt, long long world, const BoundMachine& b) {
+  const long long n = dt.size;
+  const double S = dt.bytes, nd = static_cast<double>(n);
+  const long long groups = world / n;
+  const double hop = any_split_hop(dt, b.kmax);
+  double cross = 0;
+  for (const auto& bin : b.bins) {
+    const double split = split_groups(bin.slots, n, groups);
+    const long long cmax =
+        bin.slots.empty() ? 0 : *std::max_element(bin.slots.begin(), bin.slots.end());
+    double per_split = 0;
+    if (dt.pattern == Pattern::kRing) {
+      per_split = 2 * hop;
+    } else if (dt.pattern == Pattern::kAllToAll) {
+      per_split =
+          std::max(internal::ring_volume(n, S), static_cast<double>(std::max(0LL, n - cmax)) * S);
+    } else {
+      per_split = 2 * S;
+    }
+    if (bin.cap > 0) cross = std::max(cross, split * per_split / bin.cap);
+    if (&bin == &b.bins[0] && split > 0) {
+      // Some group leaves its island: its hop out goes through the ports of the members on the
+      // exit host (at most min(n-1, kmax) of them), and a split pipeline sends a stage's whole
+      // message through one GPU's ports.
+      if (dt.pattern == Pattern::kRing) {
+        cross = std::max(cross, hop / (static_cast<double>(std::min(n - 1, b.kmax)) * b.port));
+      } else if (dt.pattern == Pattern::kPipeline) {
+        cross = std::max(cross, S / b.port);
+      } else {
+        // The smallest piece (at most n/2 members) receives half its bytes or more from off the
+        // island, each flow into the receiver's own ports (PXN or not).
+        cross = std::max(cross, 0.5 * S / b.port);
+      }
+    }
+  }
+  double total_bytes = 0;
+  if (dt.pattern == Pattern::kRing) {
+    // Each member sends (k-1)/k V by NVLink and at least hop/k by NIC, so at least the hop.
+    total_bytes = static_cast<double>(world) * hop;
+  } else if (dt.pattern == Pattern::kAllToAll) {
+    total_bytes = static_cast<double>(world) * (nd - 1) / nd * S;
+  } else {
+    total_bytes = 2.0 * static_cast<double>(groups) * (nd - 1) * S;
+  }
+  return std::max({cross, total_bytes / b.total_egress, tree_shortfall_floor(dt, b)});
+}
+
+// f[k-1]: the least time of the dim given that some rank has k members of its group (itself
+// included) on its host, k = 1..min(n, kmax). `pipe_floor` receives a pipeline's middle-stage
+// floor, which holds wherever the rank sits.
+std::vector<double> host_floors(const DimTraffic& dt, const BoundMachine& b, double cross,
+                                double* pipe_floor, bool ring_only = false) {
+  const long long n = dt.size;
+  const double S = dt.bytes, nd = static_cast<double>(n);
+  const double nv = b.nv, port = b.port;
+  const long long kcap = std::min(n, b.kmax);
+  std::vector<double> f(static_cast<std::size_t>(kcap), 0.0);
+  *pipe_floor = 0;
+  for (long long k = 1; k <= kcap; ++k) {
+    double v = 0;
+    const double kd = static_cast<double>(k);
+    if (dt.pattern == Pattern::kRing) {
+      // The rank sends (k-1)/k V along its host's chain over NVLink and hop/k to the next host:
+      // over NVLink when that host shares its NVLink domain (then V in all), else by its NICs.
+      const double V = internal::ring_volume(n, S);
+      const double hop = ring_only ? V : least_hop(dt, n - k, b.kmax);
+      const double by_nic = std::max((kd - 1) / kd * V / nv, hop / kd / port);
+      v = (k == n) ? V / nv : (b.has_domains ? std::min(V / nv, by_nic) : by_nic);
+    } else if (dt.pattern == Pattern::kAllToAll) {
+      // What the rank receives: A from its host over NVLink, X from off the host, each flow into
+      // its own NIC ports (PXN or not) or, from a host of its NVLink domain, over NVLink.
+      const double A = (kd - 1) * S / nd, X = (nd - kd) * S / nd;
+      if (k == n) {
+        v = A / nv;
+      } else if (!b.has_domains) {
+        v = std::max(A / nv, X / port);
+      } else {
+        v = least_split(A, X, nv, port);
+      }
+    } else {
+      // Pipeline.
+      const double end = pipe_stage(1, k, b.has_domains, S, nv, port);  // an end stage
+      if (n == 2) {
+        v = end;
+      } else {
+        // The rank the bound speaks for may be an end stage; a middle stage exists too and holds
+        // at most kcap stages on its host.
+        *pipe_floor = pipe_stage(2, kcap, b.has_domains, S, nv, port);
+        v = std::max(std::min(pipe_stage(2, k, b.has_domains, S, nv, port), end), *pipe_floor);
+      }
+    }
+    f[static_cast<std::size_t>(k - 1)] = std::max(v, cross);
+  }
+  if (dt.pattern != Pattern::kPipeline) raise_by_other_members(f, n);
+  return f;
+}
+
+// fi[k-1]: the least time of the dim given that some rank has k members on its island (k < n:
+// the group leaves the island, and what leaves goes through NIC ports, never NVLink). `host_f`
+// are the host floors: the rank's host holds between 1 and min(k, kmax) of the k.
+std::vector<double> island_floors(const DimTraffic& dt, const BoundMachine& b, double cross,
+                                  double pipe_floor, const std::vector<double>& host_f) {
+  const long long n = dt.size;
+  const double S = dt.bytes, nd = static_cast<double>(n);
+  const double nv = b.nv, port = b.port;
+  const long long kcap_i = std::min(n, b.island_kmax);
+  std::vector<double> fi(static_cast<std::size_t>(kcap_i), 0.0);
+  std::vector<double> host_min(host_f.size());  // prefix minima of f: the host-count floor
+  for (std::size_t i = 0; i < host_f.size(); ++i) {
+    host_min[i] = i == 0 ? host_f[0] : std::min(host_min[i - 1], host_f[i]);
+  }
+  for (long long k = 1; k <= kcap_i; ++k) {
+    double v = 0;
+    const double kd = static_cast<double>(k);
+    if (dt.pattern == Pattern::kRing) {
+      const double V = internal::ring_volume(n, S);
+      if (k == n) {
+        v = V / nv;  // every member sends V over NVLink (in-host chain or domain hop)
+      } else {
+        // The island's k members sit on hosts h with k_h each; e >= 1 of those hosts hand the
+        // ring to a host off the island (NIC: the hop spread over the exit host's k_h <= k/e
+        // members, and k_h <= kmax), the others to a host of the island (NVLink). NVLink egress
+        // of the k members: sum (k_h - 1) V + (hosts - e) V = (k - e) V. The hop is a two-host
+        // tree's only where the island is one host and the others fit on another.
+        const double hop = k <= b.kmax ? least_hop(dt, n - k, b.kmax) : V;
+        v = std::numeric_limits<double>::infinity();
+        const long long emax = std::min(k, b.island_hosts_max);
+        for (long long e = 1; e <= emax; ++e) {
+          const double on_nvlink = (kd - static_cast<double>(e)) / kd * V / nv;
+          const double on_nic = hop / (static_cast<double>(std::min(b.kmax, k / e)) * port);
+          v = std::min(v, std::max(on_nvlink, on_nic));
+          if (on_nic >= on_nvlink) break;  // on_nic only grows with e, on_nvlink only falls
+        }
+      }
+    } else if (dt.pattern == Pattern::kAllToAll) {
+      // The rank's k - 1 island peers use NVLink both ways; the n - k others each send bytes/n
+      // into the rank's own NIC ports (a flow enters by the receiver's ports, PXN or not).
+      const double A = (kd - 1) * S / nd, X = (nd - kd) * S / nd;
+      v = k == n ? A / nv : std::max(A / nv, X / port);
+    } else {
+      // A chain of stages not all on the island crosses its edge: the stage on the island side
+      // receives S from off the island through its own NIC ports. All on the island: a middle
+      // stage sends S to each neighbour over NVLink.
+      v = k < n ? S / port : (n == 2 ? S / nv : 2 * S / nv);
+      v = std::max(v, pipe_floor);
+    }
+    const long long on_host = std::min(k, static_cast<long long>(host_min.size()));
+    v = std::max(v, host_min[static_cast<std::size_t>(on_host - 1)]);
+    fi[static_cast<std::size_t>(k - 1)] = std::max(v, cross);
+  }
+  if (dt.pattern != Pattern::kPipeline) raise_by_other_members(fi, n);
+  return fi;
+}
+
+// Overlapping dims take at least as long as the slowest dim alone (its loads are part of the
+// combined ones) and as every byte over all egress together; latency terms still add up.
+double overlapped_lower_bound(const Machine& m, const Traffic& t) {
+  Traffic one = t;
+  one.overlap = false;
+  one.matrix.clear();
+  double slowest = 0, latency = 0, bytes = 0;
+  const BoundMachine b = bound_machine(m);
+  for (std::size_t d = 0; d < t.dims.size(); ++d) {
+    const DimTraffic& dt = t.dims[d];
+    if (dt.size <= 1 || dt.bytes <= 0) continue;
+    one.dims.assign(t.dims.size(), DimTraffic{});
+    one.dims[d] = dt;
+    one.dims[d].calls = 0;
+    slowest = std::max(slowest, lower_bound(m, one));
+    const double steps = dt.pattern == Pattern::kRing ? 2.0 * (dt.size - 1.0) : 1.0;
+    latency += dt.calls * steps * b.lat_min * 1e-6;
+    const double nd = static_cast<double>(dt.size);
+    bytes += dt.pattern == Pattern::kRing ? static_cast<double>(t.world) * any_split_hop(dt, b.kmax)
+             : dt.pattern == Pattern::kAllToAll
+                 ? static_cast<double>(t.world) * (nd - 1) / nd * dt.bytes
+                 : 2.0 * static_cast<double>(t.world / dt.size) * (nd - 1) * dt.bytes;
+  }
+  for (const auto& fl : t.matrix) bytes += fl.from != fl.to ? fl.bytes : 0;
+  return std::max(slowest, bytes / b.total_egress) + latency;
+}
+
+}  // namespace
+
+double lower_bound(const Machine& m, const Traffic& t) {
+  if (m.slots.empty()) return 0;
+  if (t.overlap) return overlapped_lower_bound(m, t);
+  const BoundMachine b = bound_machine(m);
+  // Per dim, two families of floors, each combined with the crossing floor (valid for any
+  // placement): f given the rank's host holds k of its group, fi given its island does.
   const std::size_t D = t.dims.size();
   std::vector<std::vector<double>> f(D), fi(D);
-  double lat_min = m.nvlink_latency_us;
-  for (double l : m.reach_latency_us) lat_min = std::min(lat_min, l);
-  double fixed = 0;  // latency floors and dims that do not communicate
+  std::vector<std::vector<double>> fr(D);  // host floors of all-reduces as rings, never trees
+  double fixed = 0;  // latency floors
   for (std::size_t d = 0; d < D; ++d) {
     const DimTraffic& dt = t.dims[d];
-    const long long n = dt.size;
-    if (n <= 1 || dt.bytes <= 0) {
+    if (dt.size <= 1 || dt.bytes <= 0) {
       f[d] = {0.0};
       fi[d] = {0.0};
+      fr[d] = {0.0};
       continue;
     }
-    const double S = dt.bytes;
-    const long long groups = t.world / n;
-    double cross = 0;  // crossing bound
-    double total_bytes = 0;
-    for (const auto& b : bins) {
-      double split = split_groups(b.slots, n, groups);
-      long long cmax = b.slots.empty() ? 0 : *std::max_element(b.slots.begin(), b.slots.end());
-      double per_split = 0;
-      if (dt.pattern == Pattern::kRing) {
-        per_split = 2 * (2.0 * static_cast<double>(n - 1) / static_cast<double>(n) * S);
-      } else if (dt.pattern == Pattern::kAllToAll) {
-        per_split = std::max(2.0 * static_cast<double>(n - 1) / static_cast<double>(n) * S,
-                             static_cast<double>(std::max(0LL, n - cmax)) * S);
-      } else {
-        per_split = 2 * S;
-      }
-      if (b.cap > 0) cross = std::max(cross, split * per_split / b.cap);
-      if (&b == &bins[0] && split > 0) {
-        // Some group must leave its host / NVLink domain: its hop out goes through the NIC
-        // ports of the members on the exit host (at most min(n-1, kmax) of them), and a split
-        // pipeline sends a stage's whole message through one port.
-        const double nd = static_cast<double>(n);
-        if (dt.pattern == Pattern::kRing) {
-          const double V = 2.0 * (nd - 1) / nd * S;
-          cross = std::max(cross, V / (static_cast<double>(std::min(n - 1, kmax)) * port));
-        } else if (dt.pattern == Pattern::kPipeline) {
-          cross = std::max(cross, S / port);
-        } else if (!m.rail_optimized) {
-          // The smallest piece (at most n/2 members) sends half its bytes or more off-bin.
-          cross = std::max(cross, 0.5 * S / port);
-        }
-      }
-    }
-    if (dt.pattern == Pattern::kRing) {
-      total_bytes = static_cast<double>(t.world) * 2.0 * static_cast<double>(n - 1) /
-                    static_cast<double>(n) * S;
-    } else if (dt.pattern == Pattern::kAllToAll) {
-      total_bytes =
-          static_cast<double>(t.world) * static_cast<double>(n - 1) / static_cast<double>(n) * S;
-    } else {
-      total_bytes = 2.0 * static_cast<double>(groups) * static_cast<double>(n - 1) * S;
-    }
-    cross = std::max(cross, total_bytes / total_egress);
-    const long long kcap = std::min(n, kmax);
-    const double nd = static_cast<double>(n);
-    double pipe_floor = 0;  // pipelines: a middle stage's floor, wherever the rank sits
-    f[d].assign(static_cast<std::size_t>(kcap), 0.0);
-    for (long long k = 1; k <= kcap; ++k) {
-      double v = 0;
-      const double kd = static_cast<double>(k);
-      if (dt.pattern == Pattern::kRing) {
-        // The rank sends (k-1)/k V along its host's chain over NVLink and V/k to the next host:
-        // over NVLink when that host shares its NVLink domain (then V in all), else by a NIC.
-        const double V = 2.0 * (nd - 1) / nd * S;
-        const double by_nic = std::max((kd - 1) / kd * V / nv, V / kd / port);
-        v = (k == n) ? V / nv : (has_domains ? std::min(V / nv, by_nic) : by_nic);
-      } else if (dt.pattern == Pattern::kAllToAll) {
-        // What the rank receives: A from its host over NVLink, X from off the host, each flow
-        // into its own NIC port (PXN or not) or, from a host of its NVLink domain, over NVLink.
-        const double A = (kd - 1) * S / nd, X = (nd - kd) * S / nd;
-        if (k == n) {
-          v = A / nv;
-        } else if (!has_domains) {
-          v = std::max(A / nv, X / port);
-        } else {
-          v = least_split(A, X, nv, port);
-        }
-      } else {  // pipeline
-        const double end = pipe_stage(1, k, has_domains, S, nv, port);  // an end stage
-        if (n == 2) {
-          v = end;
-        } else {
-          // The rank the bound speaks for may be an end stage; a middle stage exists too and
-          // holds at most kcap stages on its host.
-          pipe_floor = pipe_stage(2, kcap, has_domains, S, nv, port);
-          v = std::max(std::min(pipe_stage(2, k, has_domains, S, nv, port), end), pipe_floor);
-        }
-      }
-      f[d][static_cast<std::size_t>(k - 1)] = std::max(v, cross);
-    }
-    if (dt.pattern != Pattern::kPipeline) raise_by_other_members(f[d], n);
-
-    // Island floors. With k members on the rank's island (k < n) the group leaves the island;
-    // what leaves goes through NIC ports at `port`, never NVLink.
-    const long long kcap_i = std::min(n, island_kmax);
-    fi[d].assign(static_cast<std::size_t>(kcap_i), 0.0);
-    std::vector<double> host_min(f[d].size());  // prefix minima of f: the host-count floor
-    for (std::size_t i = 0; i < f[d].size(); ++i) {
-      host_min[i] = i == 0 ? f[d][0] : std::min(host_min[i - 1], f[d][i]);
-    }
-    for (long long k = 1; k <= kcap_i; ++k) {
-      double v = 0;
-      const double kd = static_cast<double>(k);
-      if (dt.pattern == Pattern::kRing) {
-        const double V = 2.0 * (nd - 1) / nd * S;
-        if (k == n) {
-          v = V / nv;  // every member sends V over NVLink (in-host chain or domain hop)
-        } else {
-          // The island's k members sit on hosts h with k_h each; e >= 1 of those hosts hand
-          // the ring to a host off the island (NIC, V spread over the exit host's k_h <= k/e
-          // members, and k_h <= kmax), the others to a host of the island (NVLink). NVLink
-          // egress of the k members: sum (k_h - 1) V + (hosts - e) V = (k - e) V.
-          v = std::numeric_limits<double>::infinity();
-          const long long emax = std::min(k, island_hosts_max);
-          for (long long e = 1; e <= emax; ++e) {
-            const double on_nvlink = (kd - static_cast<double>(e)) / kd * V / nv;
-            const double on_nic = V / (static_cast<double>(std::min(kmax, k / e)) * port);
-            v = std::min(v, std::max(on_nvlink, on_nic));
-            if (on_nic >= on_nvlink) break;  // on_nic only grows with e, on_nvlink only falls
-          }
-        }
-      } else if (dt.pattern == Pattern::kAllToAll) {
-        // The rank's k - 1 island peers use NVLink both ways; the n - k others each send
-        // bytes/n into the rank's own NIC port (a flow enters by the receiver's port, PXN or
-        // not).
-        const double A = (kd - 1) * S / nd, X = (nd - kd) * S / nd;
-        v = k == n ? A / nv : std::max(A / nv, X / port);
-      } else {
-        // A chain of stages not all on the island crosses its edge: the stage on the island
-        // side receives S from off the island through its own NIC port. All on the island: a
-        // middle stage sends S to each neighbour over NVLink.
-        v = k < n ? S / port : (n == 2 ? S / nv : 2 * S / nv);
-        v = std::max(v, pipe_floor);
-      }
-      // The rank's host holds between 1 and min(k, kmax) of the k: the host floor applies.
-      const long long on_host = std::min(k, static_cast<long long>(host_min.size()));
-      v = std::max(v, host_min[static_cast<std::size_t>(on_host - 1)]);
-      fi[d][static_cast<std::size_t>(k - 1)] = std::max(v, cross);
-    }
-    if (dt.pattern != Pattern::kPipeline) raise_by_other_members(fi[d], n);
-    fixed += dt.calls * (dt.pattern == Pattern::kRing ? 2.0 * (nd - 1) : 1.0) * lat_min * 1e-6;
+    const double cross = crossing_floor(dt, t.world, b);
+    double pipe_floor = 0;
+    f[d] = host_floors(dt, b, cross, &pipe_floor);
+    fr[d] = dt.all_reduce ? host_floors(dt, b, cross, &pipe_floor, true) : f[d];
+    fi[d] = island_floors(dt, b, cross, pipe_floor, f[d]);
+    const double steps = dt.pattern == Pattern::kRing ? 2.0 * (dt.size - 1.0) : 1.0;
+    fixed += dt.calls * steps * b.lat_min * 1e-6;
   }
   // Take a place (a host, or an island) with c slots and the c ranks S on it. For each dim let
   // m_d be the fewest members of its own d-group that any rank of S finds on the place, and r_d
@@ -1016,14 +1550,20 @@ double lower_bound(const Machine& m, const Traffic& t) {
   std::vector<long long> sizes(D);
   for (std::size_t d = 0; d < D; ++d) sizes[d] = t.dims[d].size;
   constexpr std::size_t kPlaceSizes = 32;
-  double lb = std::max(least_sum_over(f, sizes, host_slots, kPlaceSizes),
-                       least_sum_over(fi, sizes, island_slots, kPlaceSizes));
-  lb = std::max(lb, joint_crossing_bound(m, t, f, fi, sizes, host_slots, island_slots));
-
+  double lb = least_sum_over(fi, sizes, b.island_slots, kPlaceSizes);
+  {
+    std::vector<long long> places = b.host_slots;  // the walk over hosts, trees argued apart
+    std::sort(places.begin(), places.end());
+    places.erase(std::unique(places.begin(), places.end()), places.end());
+    places.erase(std::remove(places.begin(), places.end(), 0LL), places.end());
+    if (places.size() > kPlaceSizes) places.resize(kPlaceSizes);
+    for (long long c : places) lb = std::max(lb, least_sum_trees(fr, f, sizes, c, b.kmax));
+  }
+  lb = std::max(lb, joint_crossing_bound(m, t, f, fi, sizes, b.host_slots, b.island_slots, b.kmax));
   if (!t.matrix.empty()) {
     double bytes = 0;
     for (const auto& fl : t.matrix) bytes += fl.from != fl.to ? fl.bytes : 0;
-    lb += bytes / total_egress;
+    lb += bytes / b.total_egress;
   }
   return lb + fixed;
 }

@@ -17,11 +17,13 @@ struct IncrementalCost::State {
   const Traffic& t;
   ResourceIndex res;
   std::vector<double> cap;
+  std::vector<std::uint32_t> links;  // ECMP links per resource (0: flows spread evenly)
   std::vector<std::uint32_t> a;  // slot of rank
   // Per dim (and one more for the explicit matrix): loads, the worst resource's time, the
   // groups' reach histogram (for the latency term).
   std::size_t dims = 0;
   std::vector<std::vector<double>> load;
+  std::vector<std::vector<double>> square;  // per lane, on ECMP resources: sum of flows' bytes^2
   std::vector<double> worst;
   std::vector<std::size_t> worst_at;
   std::vector<std::vector<long long>> reach_count;
@@ -36,7 +38,7 @@ struct IncrementalCost::State {
   // figures it replaced.
   struct Saved {
     std::size_t lane, resource;
-    double load;
+    double load, square;
   };
   std::vector<Saved> journal;
   std::vector<double> saved_worst;
@@ -52,8 +54,10 @@ struct IncrementalCost::State {
     double sign;
     void load(std::size_t r, double bytes) {
       double& l = s.load[lane][r];
-      if (s.journaling) s.journal.push_back({lane, r, l});
+      const bool ecmp = s.links[r] > 1;
+      if (s.journaling) s.journal.push_back({lane, r, l, ecmp ? s.square[lane][r] : 0.0});
       l += sign * bytes;
+      if (ecmp) s.square[lane][r] += sign * bytes * bytes;
       if (sign > 0) s.touched.push_back(r);
     }
     void tier(int, double) {}
@@ -73,12 +77,16 @@ struct IncrementalCost::State {
     }
     res = internal::resource_index(m);
     cap = internal::resource_capacity(m, res);
+    links = internal::resource_ecmp_links(m, res);
     dims = t.dims.size();
-    const std::size_t lanes = dims + (t.matrix.empty() ? 0 : 1);
+    // A lane per dim (and one for the matrix), or one for all when the dims overlap.
+    const std::size_t lanes = t.overlap ? 1 : dims + (t.matrix.empty() ? 0 : 1);
     load.assign(lanes, std::vector<double>(res.total, 0.0));
+    const bool any_ecmp = std::any_of(links.begin(), links.end(), [](auto k) { return k > 1; });
+    square.assign(lanes, std::vector<double>(any_ecmp ? res.total : 0, 0.0));
     worst.assign(lanes, 0.0);
     worst_at.assign(lanes, 0);
-    reach_count.assign(lanes, std::vector<long long>(m.levels.size() + 2, 0));
+    reach_count.assign(dims, std::vector<long long>(m.levels.size() + 2, 0));
     double biggest = 0;
     for (const auto& d : t.dims) biggest = std::max(biggest, d.bytes);
     for (const auto& f : t.matrix) biggest = std::max(biggest, f.bytes);
@@ -108,10 +116,16 @@ struct IncrementalCost::State {
     for (std::size_t l = 0; l < lanes; ++l) rescan(l);
   }
 
+  // The lane of dim d (d = dims: the matrix).
+  std::size_t lane_of(std::size_t d) const { return t.overlap ? 0 : d; }
+
   double value(std::size_t lane, std::size_t r) const {
     const double l = load[lane][r];
     if (l <= zero) return 0;
-    return cap[r] > 0 ? l / cap[r] : std::numeric_limits<double>::infinity();
+    const double time = cap[r] > 0 ? l / cap[r] : std::numeric_limits<double>::infinity();
+    if (links[r] <= 1) return time;
+    const double q = square[lane][r];
+    return q > 0 ? time * internal::ecmp_factor(l * l / q, links[r]) : time;
   }
 
   void rescan(std::size_t lane) {
@@ -136,7 +150,7 @@ struct IncrementalCost::State {
     for (long long i = 0; i < dt.size; ++i) {
       members[static_cast<std::size_t>(i)] = a[static_cast<std::size_t>(base + i * dt.stride)];
     }
-    Sink sink{*this, d, sign};
+    Sink sink{*this, lane_of(d), sign};
     int reached = internal::route_group(m, res, dt, members.data(), hg, sink);
     reach_count[d][static_cast<std::size_t>(reached)] += sign > 0 ? 1 : -1;
     work += dt.pattern == Pattern::kAllToAll ? dt.size * (dt.size - 1) : 2 * dt.size;
@@ -144,9 +158,9 @@ struct IncrementalCost::State {
 
   void route_flow(std::uint32_t i, double sign) {
     const Flow& f = t.matrix[i];
-    Sink sink{*this, dims, sign};
+    Sink sink{*this, lane_of(dims), sign};
     internal::route_flow(m, res, a[static_cast<std::size_t>(f.from)],
-                         a[static_cast<std::size_t>(f.to)], f.bytes, sink);
+                         a[static_cast<std::size_t>(f.to)], f.bytes, true, sink);
     work += 1;
   }
 
@@ -184,9 +198,14 @@ struct IncrementalCost::State {
         if (reach_count[d][k] > 0) reach_max = static_cast<int>(k);
       }
       const double steps = dt.pattern == Pattern::kRing ? 2.0 * (dt.size - 1.0) : 1.0;
-      s += worst[d] + dt.calls * steps * internal::reach_latency_us(m, reach_max) * 1e-6;
+      s += (t.overlap ? 0.0 : worst[d]) +
+           dt.calls * steps * internal::reach_latency_us(m, reach_max) * 1e-6;
     }
-    if (!t.matrix.empty()) s += worst[dims];
+    if (t.overlap) {
+      s += worst[0];
+    } else if (!t.matrix.empty()) {
+      s += worst[dims];
+    }
     return s;
   }
 
@@ -229,7 +248,7 @@ struct IncrementalCost::State {
       for (const auto& [x, y] : pairs) std::swap(a[x], a[y]);
       for (long long b : bases) route(d, b, 1.0);
       for (const auto& [x, y] : pairs) std::swap(a[x], a[y]);
-      update_worst(d);
+      update_worst(lane_of(d));
     }
     if (!t.matrix.empty()) {
       std::vector<std::uint32_t> flows;
@@ -242,14 +261,17 @@ struct IncrementalCost::State {
       for (const auto& [x, y] : pairs) std::swap(a[x], a[y]);
       for (auto i : flows) route_flow(i, 1.0);
       for (const auto& [x, y] : pairs) std::swap(a[x], a[y]);
-      update_worst(dims);
+      update_worst(lane_of(dims));
     }
     for (const auto& [x, y] : pairs) std::swap(a[x], a[y]);
   }
 
   void undo() {
     if (last.empty()) throw Error("cost model: nothing to undo");
-    for (auto it = journal.rbegin(); it != journal.rend(); ++it) load[it->lane][it->resource] = it->load;
+    for (auto it = journal.rbegin(); it != journal.rend(); ++it) {
+      load[it->lane][it->resource] = it->load;
+      if (!square[it->lane].empty()) square[it->lane][it->resource] = it->square;
+    }
     worst = saved_worst;
     worst_at = saved_worst_at;
     reach_count = saved_reach;

@@ -224,6 +224,7 @@ std::vector<DimTraffic> default_traffic(const Layout& layout) {
     t.size = std::max(d.size, 1);
     t.stride = stride;
     t.pattern = d.pattern;
+    t.all_reduce = d.pattern == Pattern::kRing && d.name != "cp";
     double bytes = 0, calls = 0;
     if (d.name == "tp") {
       // Two all-reduces (or reduce-scatter + all-gather) forward and two backward per layer,

@@ -43,9 +43,20 @@ NodeFacts node_facts(const topology::NodeTopology& node) {
   NodeFacts facts;
   std::vector<VertexId> gpus = node.gpus();
   std::vector<VertexId> nics = node.nics();
-  for (VertexId n : nics) facts.nic_names.push_back(nic_name(g, n));
+  facts.capture = node.source != "synthetic";
   // The NICs a GPU may use, by NCCL's rules (the tree walk below chooses among them too).
   const std::vector<VertexId> usable = topology::net_candidates(node);
+  for (VertexId n : nics) {
+    facts.nic_names.push_back(nic_name(g, n));
+    const bool use = std::find(usable.begin(), usable.end(), n) != usable.end();
+    double mbps = 0;
+    for (const auto& p : g.vertex(n).nic.ports) {
+      const bool counts = topology::is_rdma(p) ? topology::rdma_port_up(p) : p.state != "DOWN";
+      if (counts && p.speed_mbps > 0) mbps += p.speed_mbps;
+    }
+    facts.nic_usable.push_back(use ? 1 : 0);
+    facts.nic_gbps.push_back(mbps / 8000.0);
+  }
   // NVML indices: GPUs the capture gives none (hwloc saw no nvml device for them) take the
   // indices no other GPU has, in PCI bus order as NVML numbers GPUs, so two never share one.
   std::vector<int> taken;
@@ -83,7 +94,10 @@ NodeFacts node_facts(const topology::NodeTopology& node) {
       const auto& link = g.link(l);
       if (link.kind == LinkKind::kNvLink || link.kind == LinkKind::kC2C) {
         VertexId other = g.other_end(l, gv);
-        if (g.vertex(other).kind != VertexKind::kCpu) nvl += link.bandwidth;
+        if (g.vertex(other).kind != VertexKind::kCpu) {
+          nvl += link.bandwidth;
+          f.nvlink = true;
+        }
       } else if (link.kind == LinkKind::kPcie) {
         pcie = std::max(pcie, link.bandwidth);
       }
@@ -132,8 +146,11 @@ NodeFacts node_facts(const topology::NodeTopology& node) {
     }
     if (!nearest.empty()) {
       f.netdev = nic_netdev(g, nearest[0]);
-      auto it = std::find(nics.begin(), nics.end(), nearest[0]);
-      if (it != nics.end()) f.nic_ordinal = static_cast<int>(it - nics.begin());
+      for (VertexId n : nearest) {
+        auto it = std::find(nics.begin(), nics.end(), n);
+        if (it != nics.end()) f.nic_ordinals.push_back(static_cast<int>(it - nics.begin()));
+      }
+      if (!f.nic_ordinals.empty()) f.nic_ordinal = f.nic_ordinals.front();
     }
     facts.gpus.push_back(std::move(f));
   }

@@ -19,11 +19,16 @@ struct GpuFacts {
   std::string netdev;               // of the nearest NIC, when known
   std::vector<std::uint32_t> cpus;  // NUMA-local PUs
   int nic_ordinal = -1;             // position of the nearest NIC among the node's NICs
+  std::vector<int> nic_ordinals;    // positions of all its nearest NICs (NCCL spreads over them)
+  bool nvlink = false;              // NVLink/C2C to other GPUs (directly or by NVSwitch)
 };
 
 struct NodeFacts {
   std::vector<GpuFacts> gpus;          // sorted by dev
   std::vector<std::string> nic_names;  // node NICs in graph order
+  std::vector<double> nic_gbps;  // per NIC: its usable ports' speed together (GB/s), 0 unknown
+  std::vector<char> nic_usable;  // per NIC: a net device NCCL would use (net_candidates)
+  bool capture = true;           // false for a synthetic node (make_node): speeds invented
   const GpuFacts* find(int dev) const {
     for (const auto& g : gpus) {
       if (g.dev == dev) return &g;

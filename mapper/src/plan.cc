@@ -11,8 +11,10 @@
 #include <map>
 #include <numeric>
 #include <optional>
+#include <tuple>
 
 #include "node_facts.h"
+#include "routing.h"
 #include "splitmix.h"
 #include "topoaware/mapper/cost.h"
 
@@ -22,18 +24,30 @@ namespace {
 
 using Assignment = std::vector<std::uint32_t>;  // slot of each rank
 
-// A score: modeled seconds, then bytes crossing levels. Times within a relative 1e-5 count as
-// equal (latency terms differ by microseconds between otherwise equal plans), and then the
-// plan that keeps traffic lower in the tree wins: it leaves the spine to other jobs.
+// A score: modeled seconds, then bytes crossing levels.
 struct Score {
   double seconds = 0;
   double crossing = 0;
-  bool better_than(const Score& o) const {
-    const double tol = 1e-5 * std::max(seconds, o.seconds);
-    if (seconds < o.seconds - tol) return true;
-    if (seconds > o.seconds + tol) return false;
-    return crossing < o.crossing * (1 - 1e-9);
+};
+
+// The order scores are compared in: seconds in steps of 1e-5 of a reference time (latency terms
+// differ by microseconds between otherwise equal plans), then crossing bytes in steps of 1e-9 of
+// a reference (the plan that keeps traffic lower in the tree leaves the spine to other jobs).
+// Comparing quantized keys is a strict weak ordering, so it may sort; a tolerance compare ("within
+// 1e-5 of each other") is not transitive and may not. References: the instance's first score.
+class ScoreOrder {
+ public:
+  explicit ScoreOrder(const Score& reference)
+      : second_step_(1e-5 * std::max(reference.seconds, 1e-12)),
+        crossing_step_(1e-9 * std::max(reference.crossing, 1.0)) {}
+  // Whether `a` is strictly better than `b`.
+  bool operator()(const Score& a, const Score& b) const { return key(a) < key(b); }
+
+ private:
+  std::pair<double, double> key(const Score& s) const {
+    return {std::floor(s.seconds / second_step_), std::floor(s.crossing / crossing_step_)};
   }
+  double second_step_, crossing_step_;
 };
 
 Score score(const Machine& m, const Traffic& t, const std::vector<std::uint32_t>& a) {
@@ -56,7 +70,7 @@ double dim_weight(const DimTraffic& d) {
   const double n = d.size;
   switch (d.pattern) {
     case Pattern::kRing:
-      return 2 * (n - 1) / n * d.bytes;
+      return internal::ring_volume(d.size, d.bytes);
     case Pattern::kAllToAll:
       return (n - 1) / n * d.bytes;
     case Pattern::kPipeline:
@@ -202,6 +216,116 @@ PieceCut cut_pieces(const std::vector<long long>& count, long long unit, long lo
   return *cut_units(count, unit, 1, bins);  // p = 1 always fits
 }
 
+// Cutting for an all-reduce of `unit` ranks on hosts lending fewer: a unit of two pieces is a
+// two-host NCCL tree, whose piece of k GPUs sends S/k through their NICs; a unit of more pieces
+// is a ring, whose piece of k sends V/k = `ring` x S/k. `bins` units are cut (after every item's
+// whole units), largest leftover first: two pieces of at least k2 where it can, else a ring of
+// pieces of at least kr. Empty when the greedy cannot.
+std::optional<PieceCut> cut_trees(const std::vector<long long>& count, long long unit, long long k2,
+                                  long long kr, long long bins) {
+  struct Left {
+    std::size_t idx;
+    long long n;
+  };
+  PieceCut cut;
+  cut.smallest = unit;
+  std::vector<Left> r;
+  for (std::size_t i = 0; i < count.size(); ++i) {
+    for (long long k = 0; k < count[i] / unit; ++k) cut.pieces.emplace_back(i, unit);
+    if (count[i] % unit) r.push_back({i, count[i] % unit});
+  }
+  auto by_size = [](const Left& x, const Left& y) { return x.n > y.n; };
+  auto take = [&](Left& x, long long k) {
+    cut.pieces.emplace_back(x.idx, k);
+    cut.smallest = std::min(cut.smallest, k);
+    x.n -= k;
+  };
+  for (long long b = 0; b < bins; ++b) {
+    std::stable_sort(r.begin(), r.end(), by_size);
+    if (r.empty() || r.front().n <= 0) return std::nullopt;
+    Left& first = r.front();
+    const long long a = first.n;
+    // First pieces to try, largest first: all of it when the rest fits one piece >= k2, else
+    // parts that leave >= k2 behind. One with an exact partner wins (nothing split), else the
+    // largest with a partner that can give the rest and keep k2.
+    std::vector<long long> firsts;
+    if (a <= unit - k2) firsts.push_back(a);
+    for (long long f = std::min(unit - k2, a - k2); f >= k2; --f) firsts.push_back(f);
+    Left* partner = nullptr;
+    long long f_used = 0;
+    for (long long f : firsts) {
+      for (auto& x : r) {
+        if (&x != &first && x.n == unit - f) {
+          partner = &x;
+          f_used = f;
+          break;
+        }
+      }
+      if (partner) break;
+    }
+    for (long long f : firsts) {
+      if (partner) break;
+      for (auto& x : r) {
+        if (&x != &first && x.n >= unit - f + k2 && (!partner || x.n < partner->n)) partner = &x;
+      }
+      if (partner) f_used = f;
+    }
+    if (partner) {
+      take(first, f_used);
+      take(*partner, unit - f_used);
+      continue;
+    }
+    // A ring: pieces of at least kr.
+    if (a < kr || unit - a < kr) return std::nullopt;
+    take(first, a);
+    long long need = unit - a;
+    while (need > 0) {
+      Left* pick = nullptr;
+      long long k = 0;
+      for (auto& x : r) {
+        if (x.n == need) {
+          pick = &x;
+          k = need;
+          break;
+        }
+      }
+      if (!pick) {
+        for (auto& x : r) {
+          if (x.n >= need + kr && (!pick || x.n < pick->n)) pick = &x;
+        }
+        if (pick) k = need;
+      }
+      if (!pick) {
+        for (auto& x : r) {
+          if (x.n >= kr && x.n <= need - kr && (!pick || x.n > pick->n)) pick = &x;
+        }
+        if (pick) k = pick->n;
+      }
+      if (!pick) return std::nullopt;
+      take(*pick, k);
+      need -= k;
+    }
+  }
+  for (const auto& x : r) {
+    if (x.n > 0) cut.pieces.emplace_back(x.idx, x.n);
+    cut.left += x.n;
+  }
+  return cut;
+}
+
+// The best tree/ring floors (k2, kr) the greedy reaches on these counts, from two pieces of
+// unit/2 down (a ring's piece must be `ring` times a tree's for the same time).
+std::pair<long long, long long> tree_floors(const std::vector<long long>& count, long long unit,
+                                            double ring) {
+  long long total = 0;
+  for (long long c : count) total += c % unit;
+  for (long long k2 = unit / 2; k2 >= 1; --k2) {
+    const auto kr = static_cast<long long>(std::ceil(static_cast<double>(k2) * ring - 1e-9));
+    if (cut_trees(count, unit, k2, kr, total / unit)) return {k2, kr};
+  }
+  return {1, 1};
+}
+
 // A rank digit: ranks are enumerated with digits varying fastest first; a digit is a dim, or
 // part of one (a dim of size n split into a low digit of size a and a high one of size n / a).
 struct Digit {
@@ -266,23 +390,63 @@ class Mapper {
   }
 
   // `bound`: lower_bound() of the instance; refinement stops once a plan is within 0.5% of it.
+  // Steps: candidate rank orders, the starts they give (scored), refinement of the best.
   Assignment topo(double bound, long long* moves_done) {
-    const Machine& m = in_.machine;
     const Traffic& t = in_.traffic;
-    const long long world = t.world;
-    // Candidate evaluations cost O(ranks) each: keep their count x ranks under a fixed budget so
-    // 131k ranks stay within seconds (refinement has its own, kRefineWork).
-    const double work_cap = 1.5e6;
-    long long evals_left = std::max<long long>(4, static_cast<long long>(work_cap / world));
+    const std::vector<std::size_t> heavy = heavy_dims();
+    Starts starts = candidate_starts(heavy);
+    const ScoreOrder better(starts.front().first);
+    std::stable_sort(starts.begin(), starts.end(),
+                     [&](const auto& x, const auto& y) { return better(x.first, y.first); });
+    const long long budget =
+        req_.refine_moves >= 0
+            ? req_.refine_moves
+            : static_cast<long long>(std::max(0.0, req_.refine_budget_ms) * kMovesPerMs);
+    // Small instances: steepest descent from the best few starts (local optima differ);
+    // larger ones: one refinement of the best start.
+    const std::size_t tries = t.world <= 24 ? std::min<std::size_t>(4, starts.size()) : 1;
+    // Within 0.5% of the bound the optimum is at most that much better: stop searching.
+    const double good_enough = t.world <= 24 ? 0.0 : bound * 1.005;
+    Assignment best = starts[0].second;
+    Score best_cost = starts[0].first;
+    *moves_done = 0;
+    for (std::size_t i = 0; i < tries; ++i) {
+      Assignment a = starts[i].second;
+      Score c = starts[i].first;
+      *moves_done += refine(a, c, better, budget / static_cast<long long>(tries),
+                            kRefineWork / static_cast<long long>(tries), good_enough);
+      if (better(c, best_cost)) {
+        best_cost = c;
+        best = std::move(a);
+      }
+    }
+    return best;
+  }
 
-    // Dims that communicate, heaviest first.
+ private:
+  using Starts = std::vector<std::pair<Score, Assignment>>;
+
+  // Dims that communicate, heaviest (bytes per rank) first.
+  std::vector<std::size_t> heavy_dims() const {
+    const Traffic& t = in_.traffic;
+    std::vector<std::size_t> heavy;
+    for (std::size_t d = 0; d < t.dims.size(); ++d) {
+      if (t.dims[d].size > 1) heavy.push_back(d);
+    }
+    std::stable_sort(heavy.begin(), heavy.end(),
+                     [&](auto a, auto b) { return dim_weight(t.dims[a]) > dim_weight(t.dims[b]); });
+    return heavy;
+  }
+
+  // Candidate orders of the dims (innermost first): by weight, the layout's own, and every
+  // permutation up to 4 dims (beyond: the heavy order with each adjacent pair swapped).
+  std::vector<std::vector<std::size_t>> candidate_orders(
+      const std::vector<std::size_t>& heavy) const {
+    const Traffic& t = in_.traffic;
     std::vector<std::size_t> dims;
     for (std::size_t d = 0; d < t.dims.size(); ++d) {
       if (t.dims[d].size > 1) dims.push_back(d);
     }
-    std::vector<std::size_t> heavy = dims;
-    std::stable_sort(heavy.begin(), heavy.end(),
-                     [&](auto a, auto b) { return dim_weight(t.dims[a]) > dim_weight(t.dims[b]); });
     std::vector<std::vector<std::size_t>> orders;
     auto add_order = [&](const std::vector<std::size_t>& o) {
       if (std::find(orders.begin(), orders.end(), o) == orders.end()) orders.push_back(o);
@@ -295,16 +459,24 @@ class Mapper {
       do add_order(p);
       while (std::next_permutation(p.begin(), p.end()));
     } else {
-      // Beyond 4 dims (120+ orders): the heavy order with each adjacent pair swapped.
       for (std::size_t i = 0; i + 1 < heavy.size(); ++i) {
         std::vector<std::size_t> p = heavy;
         std::swap(p[i], p[i + 1]);
         add_order(p);
       }
     }
+    return orders;
+  }
 
-    // Candidates in a fixed order; kept sorted by score (stable) for multi-start refinement.
-    std::vector<std::pair<Score, Assignment>> starts;
+  // The starts, scored, in a fixed order: block by name, every candidate order with each
+  // packing, then split orders. Candidate evaluations cost O(ranks) each: their count x ranks
+  // stays under a fixed budget so 131k ranks stay within seconds (refinement has its own).
+  Starts candidate_starts(const std::vector<std::size_t>& heavy) {
+    const Machine& m = in_.machine;
+    const Traffic& t = in_.traffic;
+    const double work_cap = 1.5e6;
+    long long evals_left = std::max<long long>(4, static_cast<long long>(work_cap / t.world));
+    Starts starts;
     auto consider = [&](Assignment a) {
       if (req_.host_blocks) a = host_blocks(a);
       for (const auto& [sc, x] : starts) {
@@ -322,12 +494,17 @@ class Mapper {
       const auto u = static_cast<std::size_t>(t.dims[heavy[0]].size);
       for (const auto& sl : slots_of_host_) partial |= sl.size() % u != 0;
     }
+    const std::vector<std::vector<std::size_t>> orders = candidate_orders(heavy);
     for (std::size_t o = 0; o < orders.size(); ++o) {
-      for (Packing packing : {Packing::kPieces, Packing::kAligned, Packing::kRuns, Packing::kNone}) {
+      for (Packing packing :
+           {Packing::kPieces, Packing::kTrees, Packing::kAligned, Packing::kRuns, Packing::kNone}) {
         if (evals_left <= 0) break;
-        if (packing == Packing::kPieces && (!partial || o >= 2)) continue;
+        const bool cuts = packing == Packing::kPieces || packing == Packing::kTrees;
+        if (cuts && (!partial || o >= 2)) continue;
         const Digits dg = digits_of(orders[o]);
-        consider(fill(slot_sequence(dg, packing), dg));
+        const std::vector<std::uint32_t> seq = slot_sequence(dg, packing);
+        if (seq.empty()) continue;  // kTrees where the innermost dim is no all-reduce
+        consider(fill(seq, dg));
       }
     }
     // Two heavy dims split between levels: each switch group holds a block of a few
@@ -351,34 +528,9 @@ class Mapper {
         }
       }
     }
-    std::stable_sort(starts.begin(), starts.end(),
-                     [](const auto& x, const auto& y) { return x.first.better_than(y.first); });
-    const long long budget =
-        req_.refine_moves >= 0
-            ? req_.refine_moves
-            : static_cast<long long>(std::max(0.0, req_.refine_budget_ms) * kMovesPerMs);
-    // Small instances: steepest descent from the best few starts (local optima differ);
-    // larger ones: one refinement of the best start.
-    const std::size_t tries = t.world <= 24 ? std::min<std::size_t>(4, starts.size()) : 1;
-    // Within 0.5% of the bound the optimum is at most that much better: stop searching.
-    const double good_enough = t.world <= 24 ? 0.0 : bound * 1.005;
-    Assignment best = starts[0].second;
-    Score best_cost = starts[0].first;
-    *moves_done = 0;
-    for (std::size_t i = 0; i < tries; ++i) {
-      Assignment a = starts[i].second;
-      Score c = starts[i].first;
-      *moves_done += refine(a, c, budget / static_cast<long long>(tries),
-                            kRefineWork / static_cast<long long>(tries), good_enough);
-      if (c.better_than(best_cost)) {
-        best_cost = c;
-        best = std::move(a);
-      }
-    }
-    return best;
+    return starts;
   }
 
- private:
   // Slurm's block order over hosts sorted by name: the canonical starting point.
   Assignment block_by_name() const {
     Assignment a;
@@ -392,6 +544,7 @@ class Mapper {
     kRuns,     // children reordered so partial ones complete each other (5 + 3 = 8)
     kAligned,  // every child's whole units first, then the children's leftovers packed
     kPieces,   // as kAligned, and hosts split into pieces so no unit has a tiny piece
+    kTrees,    // as kPieces for an all-reduce: units of two pieces (two-host trees) first
   };
 
   // How one slot sequence is cut: the packing, the unit sizes of the candidate order (products
@@ -402,6 +555,7 @@ class Mapper {
     std::vector<long long> prefix;
     long long piece_unit = 1;
     long long piece_floor = 1;
+    long long tree_floor = 1, ring_floor = 1;  // kTrees: least piece of a tree / of a ring
     // The largest unit that fits `capacity` slots.
     long long unit_for(long long capacity) const {
       long long u = 1;
@@ -437,10 +591,40 @@ class Mapper {
       for (const auto& sl : slots_of_host_) n.push_back(static_cast<long long>(sl.size()));
       cut.piece_floor = n.size() <= 1024 ? cut_pieces(n, cut.piece_unit, 1, true).smallest : 1;
     }
+    if (packing == Packing::kTrees) {
+      // Only where the innermost digit is a whole all-reduce dim: its units are its groups.
+      const DimTraffic* inner = nullptr;
+      for (const auto& dg : order) {
+        if (dg.size <= 1) continue;
+        for (const auto& d : in_.traffic.dims) {
+          if (d.stride == dg.stride && d.size == dg.size) inner = &d;
+        }
+        break;
+      }
+      if (!inner || !inner->all_reduce || slots_of_host_.size() > 1024) return {};
+      std::vector<long long> n;
+      for (const auto& sl : slots_of_host_) n.push_back(static_cast<long long>(sl.size()));
+      const double ring = internal::ring_volume(inner->size, 1.0);
+      std::tie(cut.tree_floor, cut.ring_floor) = tree_floors(n, cut.piece_unit, ring);
+    }
     std::vector<std::uint32_t> hosts(m.hosts.size());
     std::iota(hosts.begin(), hosts.end(), 0);
     std::size_t tail = 0;
     return order_group(hosts, static_cast<int>(m.levels.size()) - 1, cut, &tail);
+  }
+
+  // kTrees: the top completes every unit at the step's floors (or any it can); a switch group
+  // cuts as many as it can at those floors and leaves the rest to the level above.
+  static PieceCut cut_tree_units(const std::vector<long long>& n, long long unit,
+                                 const Cutting& cut, bool top) {
+    long long total = 0;
+    for (long long c : n) total += c % unit;
+    for (long long b = total / unit; b > 0; --b) {
+      if (auto c = cut_trees(n, unit, cut.tree_floor, cut.ring_floor, b)) return *c;
+      if (top) break;
+    }
+    if (top) return cut_pieces(n, unit, 1, true);
+    return *cut_trees(n, unit, 1, 1, 0);
   }
 
   // `tail` (kPieces): how many slots at the end of the result were left over for the level above.
@@ -470,7 +654,7 @@ class Mapper {
     }
     const long long unit = cut.unit_for(cap);
     std::vector<std::uint32_t> out;
-    if (packing == Packing::kPieces && cut.piece_unit > 1) {
+    if ((packing == Packing::kPieces || packing == Packing::kTrees) && cut.piece_unit > 1) {
       // Hosts (innermost) or what the children's own pieces left over (their tails, split by
       // host): cut into units whose smallest piece is as large as possible.
       const long long u = cut.piece_unit;
@@ -499,7 +683,8 @@ class Mapper {
       for (const auto& it : items) n.push_back(static_cast<long long>(it.size()));
       std::vector<std::size_t> used(items.size(), 0);
       const bool top = level == static_cast<int>(in_.machine.levels.size()) - 1;
-      const PieceCut pieces = cut_pieces(n, u, cut.piece_floor, top);
+      const PieceCut pieces = packing == Packing::kTrees ? cut_tree_units(n, u, cut, top)
+                                                         : cut_pieces(n, u, cut.piece_floor, top);
       for (const auto& [i, k] : pieces.pieces) {
         const auto& it = items[i];
         out.insert(out.end(), it.begin() + static_cast<long long>(used[i]),
@@ -566,11 +751,11 @@ class Mapper {
   // the step gets faster (ties: less traffic up the tree). Moves are scored incrementally
   // (IncrementalCost: only the moved ranks' groups are re-routed). Every move counts against
   // `budget`, and the work of all moves against `work_cap`: deterministic, never wall time.
-  long long refine(Assignment& a, Score& cost, long long budget, long long work_cap,
-                   double good_enough) {
+  long long refine(Assignment& a, Score& cost, const ScoreOrder& better, long long budget,
+                   long long work_cap, double good_enough) {
     if (a.size() < 2 || budget <= 0) return 0;
     IncrementalCost inc(in_.machine, in_.traffic, a);
-    Refiner r{inc, cost, budget, work_cap, 0, good_enough};
+    Refiner r{inc, better, cost, budget, work_cap, 0, good_enough};
     refine_hosts(r);
     refine_ranks(r);
     a = inc.slot_of_rank();
@@ -580,6 +765,7 @@ class Mapper {
 
   struct Refiner {
     IncrementalCost& inc;
+    const ScoreOrder& better;
     Score cost;
     long long budget, work_cap, used;
     double good_enough;  // seconds: no move can gain enough below this to be worth a search
@@ -591,7 +777,7 @@ class Mapper {
       inc.exchange(pairs);
       ++used;
       Score c{inc.seconds(), inc.crossing()};
-      if (c.better_than(cost)) {
+      if (better(c, cost)) {
         cost = c;
         return true;
       }
@@ -678,14 +864,14 @@ class Mapper {
             ++r.used;
             Score c{r.inc.seconds(), r.inc.crossing()};
             r.inc.undo();
-            if (c.better_than(best)) {
+            if (r.better(c, best)) {
               best = c;
               bi = i;
               bj = j;
             }
           }
         }
-        if (best.better_than(r.cost)) {
+        if (r.better(best, r.cost)) {
           pair[0] = {bi, bj};
           r.inc.exchange(pair);
           r.cost = best;
@@ -807,6 +993,7 @@ Instance instance_of(const topology::Fabric& fabric,
   in.layout = request.layout;
   resolve_layout(in.layout, static_cast<int>(world));
   in.traffic = job_traffic(in.layout);
+  in.traffic.overlap = request.overlap_dims;
   // Each task's slot under block order: the j-th task of a host takes its j-th GPU (free) or
   // the GPU bound to it.
   std::map<std::string, std::uint32_t> host_idx;
@@ -854,6 +1041,7 @@ RankPlan plan(const topology::Fabric& fabric,
   out.rail_optimized = fabric.rail_optimized;
   out.host_blocks = request.host_blocks;
   out.lower_bound = lower_bound(m, in.traffic);
+  out.assumptions = m.assumptions;
   Assignment block = mapper.block();
   Assignment a;
   switch (request.algorithm) {
@@ -952,6 +1140,13 @@ RankPlan plan(const topology::Fabric& fabric,
     out.rank_of_task.push_back(tp.rank);
   }
   return out;
+}
+
+std::string assumptions_line(const std::vector<std::string>& assumptions) {
+  if (assumptions.empty()) return {};
+  std::string s = "figures assume: ";
+  for (std::size_t i = 0; i < assumptions.size(); ++i) s += (i ? "; " : "") + assumptions[i];
+  return s;
 }
 
 bool is_device_name(std::string_view s) {

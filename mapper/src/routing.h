@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -55,14 +56,52 @@ inline std::vector<double> resource_capacity(const Machine& m, const ResourceInd
   return cap;
 }
 
-// One flow of `bytes` from slot a to slot b. The sink is told every resource it loads
-// (`load(resource, bytes)`), the tier it travels (`tier(t, bytes)`: 0 NVLink, 1 network,
-// 2 + l level l's uplinks) and every level it crosses (`crossed(l, bytes)`). Returns the level
-// it reached: 0 inside a host or NVLink domain, 1 between hosts under one switch group, 2 + l
-// when it crossed level l.
+// Parallel links ECMP hashes each resource's flows onto: 0 where flows spread evenly (NVLink,
+// NICs, adaptive routing), the group's uplink links on an ECMP level.
+inline std::vector<std::uint32_t> resource_ecmp_links(const Machine& m, const ResourceIndex& r) {
+  std::vector<std::uint32_t> links(r.total, 0);
+  for (std::size_t l = 0; l < m.levels.size(); ++l) {
+    const NetLevel& nl = m.levels[l];
+    if (!nl.ecmp) continue;
+    for (std::size_t g = 0; g < nl.uplink_gbps.size(); ++g) {
+      const std::uint32_t k = g < nl.uplink_links.size() ? nl.uplink_links[g] : 1;
+      links[r.up[l] + g] = links[r.down[l] + g] = k;
+    }
+  }
+  return links;
+}
+
+// ECMP: flows hashed onto `links` parallel links, `flows` the effective number of equal flows
+// ((sum bytes)^2 / sum bytes^2). The expected load of the busiest link over the mean load
+// (docs/mapper.md, "ECMP"): a normal approximation of the largest of `links` bins, at least one
+// whole flow on the link that carries it, at most every flow on one link.
+inline double ecmp_factor(double flows, std::uint32_t links) {
+  if (links <= 1 || !(flows > 0)) return 1.0;
+  const double L = static_cast<double>(links);
+  // Expected largest of L standard normals, Blom's approximation Phi^-1((L - 0.375)/(L + 0.25)).
+  const double p = (L - 0.375) / (L + 0.25);
+  // Inverse normal CDF for p in (0.5, 1): Abramowitz & Stegun 26.2.23 (|error| < 4.5e-4).
+  const double t = std::sqrt(-2.0 * std::log(1.0 - p));
+  const double z = t - (2.515517 + 0.802853 * t + 0.010328 * t * t) /
+                           (1.0 + 1.432788 * t + 0.189269 * t * t + 0.001308 * t * t * t);
+  const double normal = 1.0 + z * std::sqrt((L - 1.0) / flows);
+  return std::min(L, std::max({1.0, L / flows, normal}));
+}
+
+// One flow of `bytes` from slot a to slot b. `p2p`: a send/recv (all-to-all, pipeline, an
+// explicit flow), which NCCL sends by PXN; else a ring's hop, which leaves by the sender's own
+// NICs. The sink is told every resource it loads (`load(resource, bytes)`), the tier it travels
+// (`tier(t, bytes)`: 0 NVLink, 1 network, 2 + l level l's uplinks) and every level it crosses
+// (`crossed(l, bytes)`). Returns the level it reached: 0 inside a host or NVLink domain, 1
+// between hosts under one switch group, 2 + l when it crossed level l.
+//
+// Between hosts a flow is cut into one piece per channel: the i-th of the sending ports with
+// the i-th of the receiving GPU's ports (a GPU with several NICs spreads its channels over
+// them). On a rail-optimized fabric a piece between different rails climbs to the switches
+// above the rails even inside one leaf group.
 template <class Sink>
 int route_flow(const Machine& m, const ResourceIndex& res, std::uint32_t a, std::uint32_t b,
-               double bytes, Sink& sink) {
+               double bytes, bool p2p, Sink& sink) {
   if (a == b || bytes <= 0) return 0;
   const Slot& sa = m.slots[a];
   const Slot& sb = m.slots[b];
@@ -73,25 +112,36 @@ int route_flow(const Machine& m, const ResourceIndex& res, std::uint32_t a, std:
     sink.tier(0, bytes);
     return 0;
   }
-  int out_port = sa.port;
-  if (m.rail_optimized) {
-    // PXN: NCCL sends over the local NIC of the peer's rail, after an NVLink hop.
-    out_port = std::min<int>(sb.port, static_cast<int>(m.port_count[sa.host]) - 1);
-    if (out_port != sa.port) sink.load(res.nv_out + a, bytes);
+  PortRange out = sa.ports;
+  if (p2p && m.pxn[sa.host]) {
+    // PXN: the local NICs of the GPU with the peer's NVML index, after an NVLink hop to it.
+    const PortRange relay = m.relay_ports(sa.host, sb.gpu);
+    if (relay.count > 0) {
+      if (sb.gpu != sa.gpu) sink.load(res.nv_out + a, bytes);
+      out = relay;
+    }
   }
-  sink.load(res.nic_out + m.port_base[sa.host] + static_cast<std::uint32_t>(out_port), bytes);
-  sink.load(res.nic_in + m.port_base[sb.host] + static_cast<std::uint32_t>(sb.port), bytes);
+  const PortRange in = sb.ports;
+  const std::uint32_t pieces = std::max<std::uint32_t>(1, std::max(out.count, in.count));
+  const double each = bytes / static_cast<double>(pieces);
   sink.tier(1, bytes);
   int reached = 1;
-  for (std::size_t l = 0; l < m.levels.size(); ++l) {
-    std::uint32_t ga = m.levels[l].group_of_host[sa.host];
-    std::uint32_t gb = m.levels[l].group_of_host[sb.host];
-    if (ga == gb) break;
-    sink.load(res.up[l] + ga, bytes);
-    sink.load(res.down[l] + gb, bytes);
-    sink.crossed(l, bytes);
-    sink.tier(static_cast<int>(2 + l), bytes);
-    reached = static_cast<int>(2 + l);
+  for (std::uint32_t i = 0; i < pieces; ++i) {
+    const std::uint32_t po = m.port_list[out.begin + i % out.count];
+    const std::uint32_t pi = m.port_list[in.begin + i % in.count];
+    sink.load(res.nic_out + m.port_base[sa.host] + po, each);
+    sink.load(res.nic_in + m.port_base[sb.host] + pi, each);
+    const bool cross_rail = m.rail_optimized && po != pi;
+    for (std::size_t l = 0; l < m.levels.size(); ++l) {
+      const std::uint32_t ga = m.levels[l].group_of_host[sa.host];
+      const std::uint32_t gb = m.levels[l].group_of_host[sb.host];
+      if (ga == gb && !(l == 0 && cross_rail)) break;
+      sink.load(res.up[l] + ga, each);
+      sink.load(res.down[l] + gb, each);
+      sink.crossed(l, each);
+      sink.tier(static_cast<int>(2 + l), each);
+      reached = std::max(reached, static_cast<int>(2 + l));
+    }
   }
   return reached;
 }
@@ -131,41 +181,58 @@ struct HostGroups {
   }
 };
 
+// What one member of a ring group sends around the ring: V = 2 (n-1)/n x bytes (NCCL's ring
+// all-reduce; a ring of K/V blocks alike). The one place this volume is written.
+inline double ring_volume(long long n, double bytes) {
+  return 2.0 * static_cast<double>(n - 1) / static_cast<double>(n) * bytes;
+}
+
+// What one host of an all-reduce group spanning exactly two hosts sends to the other: NCCL runs
+// Tree (or NVLS-Tree) there, one reduce and one broadcast over the single inter-node edge, so
+// each host sends its `bytes` once where a ring sends V (docs/mapper.md).
+inline double two_host_tree_volume(double bytes) { return bytes; }
+
 // The flows of one group of dim `d` whose members (slots, in rank order) are members[0..n):
 // pipeline stage to stage both ways; NCCL's ring (nodes numbered by first rank, a chain through
-// each node's GPUs, one hop to the next node spread over the node's GPUs' NICs); all-to-all
-// every ordered pair. Returns the highest level a flow reached.
+// each node's GPUs, one hop to the next node spread over the node's GPUs' NICs; an all-reduce on
+// two hosts runs as a tree and sends `bytes` each way); all-to-all every ordered pair. Returns
+// the highest level a flow reached.
 template <class Sink>
 int route_group(const Machine& m, const ResourceIndex& res, const DimTraffic& d,
                 const std::uint32_t* members, HostGroups& hg, Sink& sink) {
   const long long n = d.size;
   int reached = 0;
-  auto flow = [&](std::uint32_t a, std::uint32_t b, double bytes) {
-    reached = std::max(reached, route_flow(m, res, a, b, bytes, sink));
+  auto flow = [&](std::uint32_t a, std::uint32_t b, double bytes, bool p2p) {
+    reached = std::max(reached, route_flow(m, res, a, b, bytes, p2p, sink));
   };
   if (d.pattern == Pattern::kPipeline) {
     for (long long i = 0; i + 1 < n; ++i) {
-      flow(members[i], members[i + 1], d.bytes);
-      flow(members[i + 1], members[i], d.bytes);
+      flow(members[i], members[i + 1], d.bytes, true);
+      flow(members[i + 1], members[i], d.bytes, true);
     }
   } else if (d.pattern == Pattern::kRing) {
     hg.reset(m.hosts.size());
     for (long long i = 0; i < n; ++i) hg.add(m.slots[members[i]].host, members[i]);
     const std::size_t hosts = hg.order.size();
-    const double v = 2.0 * static_cast<double>(n - 1) / static_cast<double>(n) * d.bytes;
+    const double v = ring_volume(n, d.bytes);
     if (hosts == 1) {
-      for (long long i = 0; i < n; ++i) flow(members[i], members[(i + 1) % n], v);
+      for (long long i = 0; i < n; ++i) flow(members[i], members[(i + 1) % n], v, false);
     } else {
+      // Two hosts of one NVLink domain are one NCCL node: no tree between them.
+      const int dom = m.domain_of_host[hg.order[0]];
+      const bool tree =
+          d.all_reduce && hosts == 2 && (dom < 0 || dom != m.domain_of_host[hg.order[1]]);
+      const double hop = tree ? two_host_tree_volume(d.bytes) : v;
       for (std::size_t h = 0; h < hosts; ++h) {
         const auto& here = hg.members[h];
         const auto& next = hg.members[(h + 1) % hosts];
         const std::size_t k = here.size();
         if (k >= 2) {
           double intra = v * static_cast<double>(k - 1) / static_cast<double>(k);
-          for (std::size_t j = 0; j < k; ++j) flow(here[j], here[(j + 1) % k], intra);
+          for (std::size_t j = 0; j < k; ++j) flow(here[j], here[(j + 1) % k], intra, false);
         }
         for (std::size_t j = 0; j < k; ++j) {
-          flow(here[j], next[j % next.size()], v / static_cast<double>(k));
+          flow(here[j], next[j % next.size()], hop / static_cast<double>(k), false);
         }
       }
     }
@@ -173,7 +240,7 @@ int route_group(const Machine& m, const ResourceIndex& res, const DimTraffic& d,
     const double each = d.bytes / static_cast<double>(n);
     for (long long i = 0; i < n; ++i) {
       for (long long j = 0; j < n; ++j) {
-        if (i != j) flow(members[i], members[j], each);
+        if (i != j) flow(members[i], members[j], each, true);
       }
     }
   }

@@ -36,14 +36,16 @@ Link make_link(VertexId a, VertexId b, LinkKind kind, double gbps) {
   return l;
 }
 
-void link(Fabric& f, VertexId a, VertexId b, double gbps) {
-  Link l;
-  l.a = a;
-  l.b = b;
-  l.kind = LinkKind::kNetwork;
-  l.bandwidth = gbps;
-  l.latency_us = 0.15;
-  f.graph.add_link(l);
+void link(Fabric& f, VertexId a, VertexId b, double gbps, int cables = 1) {
+  for (int k = 0; k < cables; ++k) {
+    Link l;
+    l.a = a;
+    l.b = b;
+    l.kind = LinkKind::kNetwork;
+    l.bandwidth = gbps / cables;
+    l.latency_us = 0.15;
+    f.graph.add_link(l);
+  }
 }
 
 std::string numbered(const std::string& prefix, long long i, int width) {
@@ -106,8 +108,10 @@ Fabric make_fat_tree(const FatTreeSpec& s) {
       s.hosts > (1 << 20)) {
     throw Error("synthetic fabric: bad sizes");
   }
+  if (s.uplink_cables < 1 || s.uplink_cables > 1024) throw Error("synthetic fabric: bad cables");
   Fabric f;
   f.source = "synthetic:fat-tree";
+  f.routing = s.routing;
   SplitMix rng{s.seed};
   std::vector<long long> name_of(static_cast<std::size_t>(s.hosts));
   std::iota(name_of.begin(), name_of.end(), 0);
@@ -160,7 +164,7 @@ Fabric make_fat_tree(const FatTreeSpec& s) {
     if (units > 1) {
       for (const auto& sw : unit_switches) {
         for (VertexId leaf : sw) {
-          for (VertexId sp : top) link(f, leaf, sp, unit_up / per_unit / spines);
+          for (VertexId sp : top) link(f, leaf, sp, unit_up / per_unit / spines, s.uplink_cables);
         }
       }
     }
@@ -175,12 +179,12 @@ Fabric make_fat_tree(const FatTreeSpec& s) {
       }
       for (int u = p * s.leaves_per_pod; u < std::min(units, (p + 1) * s.leaves_per_pod); ++u) {
         for (VertexId leaf : unit_switches[static_cast<std::size_t>(u)]) {
-          for (VertexId a : agg) link(f, leaf, a, unit_up / per_unit / aggs);
+          for (VertexId a : agg) link(f, leaf, a, unit_up / per_unit / aggs, s.uplink_cables);
         }
       }
       if (pods > 1) {
         for (VertexId a : agg) {
-          for (VertexId c : core) link(f, a, c, pod_up / aggs / spines);
+          for (VertexId c : core) link(f, a, c, pod_up / aggs / spines, s.uplink_cables);
         }
       }
     }

@@ -411,6 +411,10 @@ set_plugstack "config=$LAB/etc/topo-aware.toml"
 lab_srun agree -N4 -n32 --topo-aware=tp=8 "$ENVDUMP"
 check "identical node-local inputs: the step runs the plan" \
   test $? -eq 0 -a "$(count_tasks_with agree RANK)" -eq 32
+# Slurm's topology.conf gives no link speeds: srun -v says what the figures assume.
+lab_srun assumed -N4 -n32 -v --topo-aware=tp=8 true
+check "a topology.conf fabric: srun -v states the figures' assumptions" \
+  grep -q 'topo-aware:   figures assume: ' "$OUT/assumed.err"
 for policy in fail-open fail-closed; do
   set_plugstack "config=$LAB/etc/topo-aware.toml" policy=$policy
   echo "# updated on node3 only" >>"$LAB/local.node3/topology.conf"

@@ -67,6 +67,24 @@ TEST(SpankConfig, PlugstackOverridesWinOverTheFile) {
   EXPECT_TRUE(c.overwrite_user_env);
 }
 
+TEST(SpankConfig, OversubscriptionAndRoutingForFabricsWithoutSpeeds) {
+  std::string path = write_temp("cap.toml", "oversubscription = [1, 2.5]\nrouting = \"ecmp\"\n");
+  Config c = parse_plugstack({"config=" + path});
+  EXPECT_EQ(c.oversubscription, (std::vector<double>{1, 2.5}));
+  ASSERT_TRUE(c.routing.has_value());
+  EXPECT_EQ(*c.routing, topology::Routing::kEcmp);
+  // The plugstack line takes the same setting as text, and wins.
+  Config o = parse_plugstack({"config=" + path, "oversubscription=1:1,4:1", "routing=adaptive"});
+  EXPECT_EQ(o.oversubscription, (std::vector<double>{1, 4}));
+  EXPECT_EQ(*o.routing, topology::Routing::kAdaptive);
+  EXPECT_TRUE(parse_plugstack({}).oversubscription.empty());
+  EXPECT_FALSE(parse_plugstack({}).routing.has_value());
+  EXPECT_NE(error_of({"oversubscription=0.5"}).find("at least 1"), std::string::npos);
+  EXPECT_NE(error_of({"routing=hash"}).find("adaptive"), std::string::npos);
+  std::string bad = write_temp("badcap.toml", "oversubscription = [\"x\"]\n");
+  EXPECT_NE(error_of({"config=" + bad}).find(bad + ":1"), std::string::npos);
+}
+
 TEST(SpankConfig, UnknownKeysAndBadValuesNameTheirOrigin) {
   EXPECT_NE(error_of({"colour=blue"}).find("unknown key 'colour'"), std::string::npos);
   EXPECT_NE(error_of({"novalue"}).find("plugstack argument 'novalue'"), std::string::npos);

@@ -67,8 +67,20 @@ std::string fabric_to_text(const topology::Fabric& f, int verbose) {
   for (const FabricTier& t : f.tiers) {
     std::vector<std::string> names;
     for (VertexId s : t.switches) names.push_back(g.vertex(s).name);
-    char ov[32];
+    char ov[48];
     std::snprintf(ov, sizeof ov, "%.3g:1", t.oversubscription);
+    if (t.speeds_assumed) {
+      // Placeholder speeds (topology.conf without LinkSpeed): no ratio to show but a declared one.
+      auto d = f.declared_oversubscription.find(t.tier);
+      if (d != f.declared_oversubscription.end()) {
+        std::snprintf(ov, sizeof ov, "%.3g:1 declared", d->second);
+      } else {
+        std::snprintf(ov, sizeof ov, "unknown");
+      }
+      rows.push_back({std::to_string(t.tier), std::to_string(t.switches.size()), "unknown",
+                      "unknown", t.up_gbps > 0 ? ov : "-", some(names, verbose > 0 ? 0 : 120)});
+      continue;
+    }
     rows.push_back({std::to_string(t.tier), std::to_string(t.switches.size()), gb(t.down_gbps),
                     gb(t.up_gbps), t.up_gbps > 0 ? ov : "-", some(names, verbose > 0 ? 0 : 120)});
   }
@@ -87,8 +99,10 @@ std::string fabric_to_text(const topology::Fabric& f, int verbose) {
         r.push_back({"...", std::to_string(members.size() - 40) + " more groups", "", "", ""});
         break;
       }
+      const bool assumed = k < lv.group_uplink_assumed.size() && lv.group_uplink_assumed[k] != 0;
       r.push_back({lv.group_name[k], std::to_string(members[k].size()),
-                   gb(lv.group_downlink_gbps[k]), gb(lv.group_uplink_gbps[k]),
+                   assumed ? "unknown" : gb(lv.group_downlink_gbps[k]),
+                   assumed ? "unknown" : gb(lv.group_uplink_gbps[k]),
                    some(members[k], verbose > 0 ? 0 : 64)});
     }
     out << text_table(r);

@@ -21,6 +21,7 @@ namespace {
 
 struct InspectOptions {
   std::string plan;
+  std::string oversubscription, routing;  // replace the plan's own inputs when given
   std::string compare = "block";
   std::string fabric_format;  // --format: overrides the one the plan records
   std::string svg;
@@ -311,6 +312,11 @@ void add_inspect(CLI::App& app, Common& common) {
                   "Score under the node doctor's reports in DIR instead of those the plan was "
                   "made with");
   sub->add_option("-o,--output", o->output, "Write to this file instead of stdout");
+  sub->add_option("--oversubscription", o->oversubscription,
+                  "Re-score under this oversubscription per tier (1,2: tier 1 non-blocking, tier "
+                  "2 at 2:1) where the fabric gives no link speeds, instead of the plan's");
+  sub->add_option("--routing", o->routing,
+                  "Re-score with every tier routing adaptive or ecmp, instead of the plan's");
   sub->callback([o, &common] {
     (void)common;
     if (o->format != "text" && o->format != "json") {
@@ -325,6 +331,8 @@ void add_inspect(CLI::App& app, Common& common) {
     MapInputs in = inputs_from_json(j["inputs"], o->plan);
     if (!o->health_dir.empty()) in.health_dir = o->health_dir;
     if (!o->fabric_format.empty()) in.fabric_format = o->fabric_format;
+    if (!o->oversubscription.empty()) in.oversubscription = o->oversubscription;
+    if (!o->routing.empty()) in.routing = o->routing;
     Loaded l = load_inputs(in);
     if (j["ranks"].size() !=
         static_cast<std::size_t>(
@@ -343,6 +351,7 @@ void add_inspect(CLI::App& app, Common& common) {
       out["compare"] = {{"algorithm", o->compare}, {"cost", cost_to_json(other.cost)}};
       out["lower_bound"] = lb;
       out["degraded"] = l.health;
+      out["assumptions"] = plan.instance.machine.assumptions;
       out["links"] = nlohmann::json::array();
       for (const auto& k : plan.loads) {
         out["links"].push_back({{"name", k.name},
@@ -365,6 +374,9 @@ void add_inspect(CLI::App& app, Common& common) {
                                          "% less"
                                    : "-")
         << "); lower bound " << seconds(lb) << "\n";
+      if (!plan.instance.machine.assumptions.empty()) {
+        s << mapper::assumptions_line(plan.instance.machine.assumptions) << "\n";
+      }
       if (!plan.cost.bottleneck.empty()) s << "bottleneck: " << plan.cost.bottleneck << "\n";
       for (const auto& h : l.health) s << "degraded (health report): " << h << "\n";
       s << "\nper dim: groups whose traffic stays inside a host / inside a leaf group / crosses "

@@ -5,6 +5,7 @@
 //
 // `--of env` format (stable; the end-to-end test compares it with what tasks see): one line
 // per task and variable, "<task> NAME=value", tasks ascending, names sorted within a task.
+#include <algorithm>
 #include <map>
 #include <sstream>
 
@@ -64,6 +65,7 @@ std::string render_table(const mapper::RankPlan& p, const mapper::RankPlan* topo
   if (topo && topo != &p) {
     out << "topo would give: " << seconds(topo->cost.seconds) << "\n";
   }
+  if (!p.assumptions.empty()) out << mapper::assumptions_line(p.assumptions) << "\n";
   if (p.kept_block)
     out << "note: no assignment the model rates faster than block order was found\n";
   for (const auto& h : health) out << "degraded (health report): " << h << "\n";
@@ -112,6 +114,53 @@ std::string render_table(const mapper::RankPlan& p, const mapper::RankPlan* topo
   return out.str();
 }
 
+constexpr const char* kRanksMark = "\x01ranks\x01";
+
+// The "ranks" array as nlohmann's dump(2) writes it at depth 1 (keys sorted).
+std::string ranks_json(const mapper::RankPlan& p) {
+  if (p.tasks.empty()) return "[]";
+  auto str = [](const std::string& v) { return nlohmann::json(v).dump(); };
+  std::string out = "[\n";
+  out.reserve(p.tasks.size() * 400);
+  for (std::size_t i = 0; i < p.tasks.size(); ++i) {
+    const auto& t = p.tasks[i];
+    out += "    {\n      \"busid\": " + str(t.gpu_busid) + ",\n      \"coords\": ";
+    std::vector<std::pair<std::string, int>> coords = t.coords;
+    std::sort(coords.begin(), coords.end());
+    if (coords.empty()) {
+      out += "{}";
+    } else {
+      out += "{\n";
+      for (std::size_t k = 0; k < coords.size(); ++k) {
+        out += "        " + str(coords[k].first) + ": " + std::to_string(coords[k].second) +
+               (k + 1 < coords.size() ? ",\n" : "\n");
+      }
+      out += "      }";
+    }
+    out += ",\n      \"cpus\": " + str(cpu_ranges(t.cpus));
+    out += ",\n      \"gpu\": " + std::to_string(t.gpu);
+    out += ",\n      \"host\": " + str(p.hosts[t.host]);
+    out += ",\n      \"local_rank\": " + std::to_string(t.local_rank);
+    out += ",\n      \"netdev\": " + str(t.netdev);
+    out += ",\n      \"nic\": " + str(t.nics.empty() ? std::string() : t.nics[0]);
+    out += ",\n      \"nics\": ";
+    if (t.nics.empty()) {
+      out += "[]";
+    } else {
+      out += "[\n";
+      for (std::size_t k = 0; k < t.nics.size(); ++k) {
+        out += "        " + str(t.nics[k]) + (k + 1 < t.nics.size() ? ",\n" : "\n");
+      }
+      out += "      ]";
+    }
+    out += ",\n      \"node_rank\": " + std::to_string(t.node_rank);
+    out += ",\n      \"rank\": " + std::to_string(t.rank);
+    out += ",\n      \"task\": " + std::to_string(t.task);
+    out += i + 1 < p.tasks.size() ? "\n    },\n" : "\n    }\n";
+  }
+  return out + "  ]";
+}
+
 std::string render_json(const mapper::RankPlan& p, const mapper::RankPlan& topo,
                         const std::vector<std::string>& health, const MapOptions& o) {
   nlohmann::json j;
@@ -130,23 +179,9 @@ std::string render_json(const mapper::RankPlan& p, const mapper::RankPlan& topo,
                               {"pattern", std::string(mapper::to_string(d.pattern))}});
   }
   j["layout"] = layout;
-  j["ranks"] = nlohmann::json::array();
-  for (const auto& t : p.tasks) {
-    nlohmann::json coords = nlohmann::json::object();
-    for (const auto& [n, c] : t.coords) coords[n] = c;
-    j["ranks"].push_back({{"task", t.task},
-                          {"rank", t.rank},
-                          {"host", p.hosts[t.host]},
-                          {"local_rank", t.local_rank},
-                          {"node_rank", t.node_rank},
-                          {"gpu", t.gpu},
-                          {"busid", t.gpu_busid},
-                          {"nic", t.nics.empty() ? std::string() : t.nics[0]},
-                          {"nics", t.nics},
-                          {"netdev", t.netdev},
-                          {"cpus", cpu_ranges(t.cpus)},
-                          {"coords", coords}});
-  }
+  // The ranks (131,072 at scale) are written directly, in the layout nlohmann's dump(2) gives
+  // the rest: building them as a JSON tree first took most of `map`'s time and memory.
+  j["ranks"] = kRanksMark;
   nlohmann::json cost;
   cost["plan"] = p.cost.seconds;
   cost["topo"] = topo.cost.seconds;
@@ -160,7 +195,12 @@ std::string render_json(const mapper::RankPlan& p, const mapper::RankPlan& topo,
   j["cost"] = cost;
   j["rail_optimized"] = p.rail_optimized;
   j["degraded"] = health;
-  return j.dump(2) + "\n";
+  j["assumptions"] = p.assumptions;
+  std::string text = j.dump(2);
+  const std::string mark = nlohmann::json(kRanksMark).dump();
+  const std::size_t at = text.find(mark);
+  text.replace(at, mark.size(), ranks_json(p));
+  return text + "\n";
 }
 
 // Per Slurm task: a per-node launcher's task t runs on host t (one a host, Slurm's order).
@@ -237,6 +277,7 @@ void add_map(CLI::App& app, Common& common) {
   sub->add_option("--ids", o->in.ids,
                   "plan (default) or slurm: SLURM_PROCID/LOCALID/NODEID carry the plan too (--of "
                   "env)");
+  add_capacity_options(*sub, o->in);
   sub->add_option("--algo", o->in.algo, "topo (default), block, cyclic or random");
   sub->add_option("--seed", o->in.seed, "Seed for --algo random");
   sub->add_option("--refine-moves", o->in.refine_moves,

@@ -52,6 +52,19 @@ std::string to_string(mapper::Algorithm a) {
   return "topo";
 }
 
+void add_capacity_options(CLI::App& sub, MapInputs& in) {
+  sub.add_option("--oversubscription", in.oversubscription,
+                 "Where the fabric gives no link speeds (topology.conf without LinkSpeed): each "
+                 "tier's down:up ratio, tier 1 first (1,2: leaves non-blocking, the tier above "
+                 "2:1); default: the plugin config's, else non-blocking");
+  sub.add_option("--routing", in.routing,
+                 "How every tier spreads flows over parallel uplinks: adaptive or ecmp (default: "
+                 "the plugin config's, else the fabric's, else adaptive)");
+  sub.add_flag("--overlap-dims", in.overlap_dims,
+               "Model the dims' communication as overlapping (the busiest resource under all of "
+               "them) instead of one after another (the default, an upper estimate)");
+}
+
 Loaded load_inputs(const MapInputs& in) {
   if (in.nodes.empty()) throw UsageError("--nodes HOSTLIST is required");
   if (in.gpus_per_node > 0 && !in.node_type.empty()) {
@@ -73,6 +86,21 @@ Loaded load_inputs(const MapInputs& in) {
   out.fabric = topology::load_fabric(
       fabric, guid_map,
       topology::parse_input_format(in.fabric_format, topology::InputKind::kFabric, "--format"));
+  // What the site declares where the fabric gives no capacities, and how its tiers route: the
+  // option, else the plugin configuration, as a launch would apply it.
+  if (!in.oversubscription.empty()) {
+    topology::declare_oversubscription(
+        out.fabric, topology::parse_oversubscription(in.oversubscription, "--oversubscription"));
+  } else if (config && !config->oversubscription.empty()) {
+    topology::declare_oversubscription(out.fabric, config->oversubscription);
+  }
+  if (!in.routing.empty()) {
+    out.fabric.routing = topology::parse_routing(in.routing, "--routing");
+    out.fabric.routing_by_tier.clear();
+  } else if (config && config->routing) {
+    out.fabric.routing = *config->routing;
+    out.fabric.routing_by_tier.clear();
+  }
   std::vector<std::string> hosts = topology::expand_hostlist(in.nodes, "--nodes");
   if (hosts.empty()) throw UsageError("--nodes names no host");
   // Node models: one capture for all hosts, a plain synthetic node, or the fabric's node types.
@@ -215,6 +243,7 @@ Loaded load_inputs(const MapInputs& in) {
   r.algorithm = algorithm_from(in.algo);
   r.seed = in.seed;
   r.refine_moves = in.refine_moves;
+  r.overlap_dims = in.overlap_dims;
   return out;
 }
 
@@ -246,6 +275,9 @@ nlohmann::json inputs_to_json(const MapInputs& in) {
   j["launcher"] = in.launcher;
   j["nproc"] = in.nproc;
   j["ids"] = in.ids;
+  j["oversubscription"] = in.oversubscription;
+  j["routing"] = in.routing;
+  j["overlap_dims"] = in.overlap_dims;
   return j;
 }
 
@@ -269,6 +301,9 @@ MapInputs inputs_from_json(const nlohmann::json& j, const std::string& context) 
     in.health_dir = j.value("health_dir", std::string());
     in.nproc = j.value("nproc", 0);
     in.ids = j.value("ids", std::string());
+    in.oversubscription = j.value("oversubscription", std::string());
+    in.routing = j.value("routing", std::string());
+    in.overlap_dims = j.value("overlap_dims", false);
   } catch (const nlohmann::json::exception& e) {
     throw topology::Error(topology::ErrorCode::kBadInput, context,
                           std::string("inputs: ") + e.what());

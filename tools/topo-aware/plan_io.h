@@ -3,6 +3,7 @@
 // carries those inputs so `inspect` can recompute every figure from the same sources.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -32,6 +33,11 @@ struct MapInputs {
   std::string algo = "topo";
   std::uint64_t seed = 1;
   long long refine_moves = -1;
+  // Where the fabric gives no capacities: the oversubscription per tier ("1,2"), and the routing
+  // of every tier ("adaptive", "ecmp"); empty: the plugin configuration's, else the fabric's.
+  std::string oversubscription;
+  std::string routing;
+  bool overlap_dims = false;  // model the dims' communication as overlapping
 };
 
 // Everything a plan needs, loaded. Node models live here; request.hosts index them.
@@ -44,6 +50,9 @@ struct Loaded {
   mapper::Ids ids = mapper::Ids::kPlan;
   std::vector<std::string> health;  // one line per host whose NICs a health report degraded
 };
+
+// --oversubscription and --routing, worded the same for map (and the inputs inspect replays).
+void add_capacity_options(CLI::App& sub, MapInputs& in);
 
 // Loads fabric, node models and layout (reading file: specs), checks usage. Throws
 // topology::Error / mapper::Error for bad input, UsageError for usage.

@@ -13,6 +13,8 @@
 #include <numeric>
 #include <queue>
 #include <set>
+#include <stdexcept>
+#include <string>
 
 #include "topoaware/topology/error.h"
 
@@ -265,6 +267,8 @@ void add_anomalies(Fabric& f, const std::vector<int>& tier, int top) {
                                                               ", which the fabric does not have"});
       continue;
     }
+    // Where the source gives no speeds, the declaration sizes the tier (the mapper reads it).
+    if (f.tiers[static_cast<std::size_t>(t - 1)].speeds_assumed) continue;
     double got = f.tiers[static_cast<std::size_t>(t - 1)].oversubscription;
     if (std::abs(got - declared) > 0.01 * declared) {
       char buf[160];
@@ -333,11 +337,17 @@ void analyze(Fabric& f) {
       int lo = std::min(ta, tb), hi = std::max(ta, tb);
       f.tiers[static_cast<std::size_t>(lo - 1)].up_gbps += l.bandwidth;
       f.tiers[static_cast<std::size_t>(hi - 1)].down_gbps += l.bandwidth;
+      if (l.speed_assumed) {
+        f.tiers[static_cast<std::size_t>(lo - 1)].speeds_assumed = true;
+        f.tiers[static_cast<std::size_t>(hi - 1)].speeds_assumed = true;
+      }
     } else if (sa != sb) {
       VertexId s = sa ? l.a : l.b;
       VertexId o = sa ? l.b : l.a;
       if (g.vertex(o).kind == VertexKind::kHost && tier[s.value] >= 1) {
         f.tiers[static_cast<std::size_t>(tier[s.value] - 1)].down_gbps += l.bandwidth;
+        if (l.speed_assumed)
+          f.tiers[static_cast<std::size_t>(tier[s.value] - 1)].speeds_assumed = true;
       }
     }
   }
@@ -360,8 +370,11 @@ void analyze(Fabric& f) {
     lv.name = name;
     lv.latency_us = latency;
     lv.group_of_host = std::move(ids);
+    lv.tier = level_tier;
     lv.group_uplink_gbps.assign(groups, 0.0);
     lv.group_downlink_gbps.assign(groups, 0.0);
+    lv.group_uplink_links.assign(groups, 0);
+    lv.group_uplink_assumed.assign(groups, 0);
     lv.group_name.assign(groups, {});
     for (std::size_t h = 0; h < nh; ++h) {
       lv.group_downlink_gbps[lv.group_of_host[h]] += host_capacity(f.hosts[h]);
@@ -383,11 +396,21 @@ void analyze(Fabric& f) {
         if (!is_switch(g, l.a) || !is_switch(g, l.b)) continue;
         std::int64_t ga = sw_group[l.a.value], gb = sw_group[l.b.value];
         if (ga == gb) continue;
-        if (ga >= 0) lv.group_uplink_gbps[static_cast<std::size_t>(ga)] += l.bandwidth;
-        if (gb >= 0) lv.group_uplink_gbps[static_cast<std::size_t>(gb)] += l.bandwidth;
+        for (std::int64_t x : {ga, gb}) {
+          if (x < 0) continue;
+          const auto k = static_cast<std::size_t>(x);
+          lv.group_uplink_gbps[k] += l.bandwidth;
+          lv.group_uplink_links[k] += static_cast<std::uint32_t>(std::max(1, l.count));
+          if (l.speed_assumed) lv.group_uplink_assumed[k] = 1;
+        }
       }
     } else {
       lv.group_uplink_gbps = lv.group_downlink_gbps;
+      for (std::size_t h = 0; h < nh; ++h) {
+        const std::uint32_t k = lv.group_of_host[h];
+        lv.group_uplink_links[k] += static_cast<std::uint32_t>(f.hosts[h].port_gbps.size());
+        if (f.hosts[h].port_speed_assumed) lv.group_uplink_assumed[k] = 1;
+      }
     }
     // A group is named by its one switch at this level's tier; else, at the leaf level, by the
     // [[unit]] all its hosts come from (when no other group or switch has that name).
@@ -528,6 +551,67 @@ void analyze(Fabric& f) {
   }
 
   add_anomalies(f, tier, top);
+}
+
+void declare_oversubscription(Fabric& f, const std::vector<double>& per_tier) {
+  for (std::size_t t = 0; t < per_tier.size(); ++t) {
+    if (!(per_tier[t] >= 1) || per_tier[t] > 1e6) {
+      throw Error(ErrorCode::kBadInput, "oversubscription",
+                  "tier " + std::to_string(t + 1) + ": " + std::to_string(per_tier[t]) +
+                      " is not a ratio down:up of at least 1");
+    }
+    f.declared_oversubscription[static_cast<int>(t + 1)] = per_tier[t];
+  }
+  // The check against the wiring (anomalies) runs in analyze().
+  if (!f.tiers.empty()) analyze(f);
+}
+
+std::string_view to_string(Routing r) { return r == Routing::kEcmp ? "ecmp" : "adaptive"; }
+
+Routing parse_routing(std::string_view text, const std::string& context) {
+  if (text == "adaptive") return Routing::kAdaptive;
+  if (text == "ecmp") return Routing::kEcmp;
+  throw Error(ErrorCode::kBadInput, context,
+              "routing must be \"adaptive\" or \"ecmp\", not \"" + std::string(text) + "\"");
+}
+
+std::vector<double> parse_oversubscription(std::string_view text, const std::string& context) {
+  std::vector<double> out;
+  std::string_view rest = text;
+  while (true) {
+    const std::size_t comma = rest.find(',');
+    std::string tok(rest.substr(0, comma));
+    while (!tok.empty() && (tok.front() == ' ' || tok.front() == '[')) tok.erase(0, 1);
+    while (!tok.empty() && (tok.back() == ' ' || tok.back() == ']')) tok.pop_back();
+    const std::size_t colon = tok.find(':');
+    double ratio = -1;
+    try {
+      std::size_t used = 0;
+      const double down = std::stod(tok.substr(0, colon), &used);
+      if (used != tok.substr(0, colon).size()) throw std::invalid_argument(tok);
+      double up = 1;
+      if (colon != std::string::npos) {
+        const std::string u = tok.substr(colon + 1);
+        up = std::stod(u, &used);
+        if (used != u.size()) throw std::invalid_argument(tok);
+      }
+      ratio = up > 0 ? down / up : -1;
+    } catch (const std::exception&) {
+      ratio = -1;
+    }
+    if (!(ratio >= 1) || ratio > 1e6) {
+      throw Error(ErrorCode::kBadInput, context,
+                  "oversubscription \"" + std::string(text) +
+                      "\": each tier's ratio (down:up, tier 1 first, e.g. 1,2 or 1:1,2:1) must be "
+                      "a number of at least 1, not \"" +
+                      tok + "\"");
+    }
+    out.push_back(ratio);
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  if (out.size() > 16) throw Error(ErrorCode::kBadInput, context, "more than 16 tiers");
+  return out;
 }
 
 }  // namespace topoaware::topology

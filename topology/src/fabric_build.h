@@ -40,10 +40,12 @@ class FabricBuilder {
                       const std::string& model = {}, int ports = -1);
   std::uint32_t host(const std::string& name);  // finds or adds
   bool has_host(const std::string& name) const { return fabric_.host_index.count(name) != 0; }
+  // `assumed`: the source gives no speed and `gbps` is a placeholder (Link::speed_assumed).
   void connect_host(std::uint32_t host, VertexId sw, double gbps, const std::string& rate,
-                    const std::string& nic, int host_port = -1, int switch_port = -1);
+                    const std::string& nic, int host_port = -1, int switch_port = -1,
+                    bool assumed = false);
   void connect_switches(VertexId a, VertexId b, double gbps, const std::string& rate,
-                        int port_a = -1, int port_b = -1);
+                        int port_a = -1, int port_b = -1, bool assumed = false);
 
   Fabric& fabric() { return fabric_; }
   Fabric take() { return std::move(fabric_); }

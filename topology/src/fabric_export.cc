@@ -87,7 +87,10 @@ std::string to_slurm_tree(const Fabric& f) {
         const auto& hs = hosts_of[s.value];
         if (kids.empty() && hs.empty()) continue;  // Slurm wants children on every line
         double speed = 0;
-        for (LinkId lid : g.links_of(s)) speed = std::max(speed, g.link(lid).bandwidth);
+        // A placeholder speed (the source had none) is not written back as if it were known.
+        for (LinkId lid : g.links_of(s)) {
+          if (!g.link(lid).speed_assumed) speed = std::max(speed, g.link(lid).bandwidth);
+        }
         out << "SwitchName=" << g.vertex(s).name;
         if (!kids.empty()) out << " Switches=" << ranged(kids);
         if (!hs.empty()) out << " Nodes=" << ranged(host_names(f, hs));
@@ -209,6 +212,7 @@ std::string fabric_to_json(const Fabric& f) {
       ordered_json p;
       p["switch"] = g.vertex(h.port_switch[k]).name;
       p["gbps"] = h.port_gbps[k];
+      if (h.port_speed_assumed) p["speed_assumed"] = true;
       if (!h.port_nic[k].empty()) p["nic"] = h.port_nic[k];
       ports.push_back(std::move(p));
     }
@@ -230,6 +234,7 @@ std::string fabric_to_json(const Fabric& f) {
     o["a"] = g.vertex(l.a).name;
     o["b"] = g.vertex(l.b).name;
     o["gbps"] = l.bandwidth;
+    if (l.speed_assumed) o["speed_assumed"] = true;
     if (!l.rate.empty()) o["rate"] = l.rate;
     if (l.port_a >= 0) o["port_a"] = l.port_a;
     if (l.port_b >= 0) o["port_b"] = l.port_b;
@@ -244,6 +249,7 @@ std::string fabric_to_json(const Fabric& f) {
     o["down_gbps"] = t.down_gbps;
     o["up_gbps"] = t.up_gbps;
     o["oversubscription"] = t.oversubscription;
+    if (t.speeds_assumed) o["speeds_assumed"] = true;
     tiers.push_back(std::move(o));
   }
   j["tiers"] = std::move(tiers);
@@ -308,6 +314,14 @@ std::string fabric_to_json(const Fabric& f) {
   ordered_json declared = ordered_json::object();
   for (const auto& [t, v] : f.declared_oversubscription) declared[std::to_string(t)] = v;
   j["declared_oversubscription"] = std::move(declared);
+  if (f.routing != Routing::kAdaptive || !f.routing_by_tier.empty()) {
+    ordered_json routing;
+    routing["default"] = std::string(to_string(f.routing));
+    ordered_json tiers_routing = ordered_json::object();
+    for (const auto& [t, r] : f.routing_by_tier) tiers_routing[std::to_string(t)] = to_string(r);
+    routing["tiers"] = std::move(tiers_routing);
+    j["routing"] = std::move(routing);
+  }
   j["notes"] = f.notes;
   // Names and notes come from files: a byte that is not UTF-8 is written as U+FFFD rather than
   // making the whole export throw (found by fuzzing, tests/fuzz/regressions/fabric_toml).

@@ -65,7 +65,8 @@ Fabric parse_fabric_json(const std::string& path, std::string_view text) {
         const json& l = links[i];
         b.connect_switches(sw(l.at("a").get<std::string>()), sw(l.at("b").get<std::string>()),
                            l.at("gbps").get<double>(), l.value("rate", std::string()),
-                           l.value("port_a", -1), l.value("port_b", -1));
+                           l.value("port_a", -1), l.value("port_b", -1),
+                           l.value("speed_assumed", false));
       }
     }
     std::unordered_map<std::string, std::vector<std::uint32_t>> domains;
@@ -83,7 +84,7 @@ Fabric parse_fabric_json(const std::string& path, std::string_view text) {
           double gbps = p.at("gbps").get<double>();
           if (!(gbps >= 0)) throw Error(ErrorCode::kBadInput, at, "negative port bandwidth");
           b.connect_host(idx, sw(p.at("switch").get<std::string>()), gbps, {},
-                         p.value("nic", std::string()));
+                         p.value("nic", std::string()), -1, -1, p.value("speed_assumed", false));
         }
       }
       HostInfo& hi = f.hosts[idx];
@@ -91,8 +92,8 @@ Fabric parse_fabric_json(const std::string& path, std::string_view text) {
       hi.excluded = h.value("excluded", false);
       hi.degraded = h.value("degraded", 1.0);
       hi.unit = h.value("unit", std::string());
-      if (!(hi.degraded >= 0 && hi.degraded <= 1)) {
-        throw Error(ErrorCode::kBadInput, at, "degraded must be within 0..1");
+      if (!(hi.degraded > 0 && hi.degraded <= 1)) {
+        throw Error(ErrorCode::kBadInput, at, "degraded must be above 0 and at most 1");
       }
       if (h.contains("nvlink_domain"))
         domains[h.at("nvlink_domain").get<std::string>()].push_back(idx);
@@ -136,6 +137,15 @@ Fabric parse_fabric_json(const std::string& path, std::string_view text) {
                       "declared_oversubscription key \"" + t + "\" is not a tier");
         }
         f.declared_oversubscription[tier] = v.get<double>();
+      }
+    }
+    if (j.contains("routing")) {
+      const json& rj = j.at("routing");
+      f.routing = parse_routing(rj.value("default", std::string("adaptive")), at);
+      if (rj.contains("tiers")) {
+        for (const auto& [t, v] : rj.at("tiers").items()) {
+          f.routing_by_tier[std::stoi(t)] = parse_routing(v.get<std::string>(), at);
+        }
       }
     }
     if (j.contains("notes")) f.notes = j.at("notes").get<std::vector<std::string>>();

@@ -109,7 +109,7 @@ std::uint32_t FabricBuilder::host(const std::string& name) {
 
 void FabricBuilder::connect_host(std::uint32_t host, VertexId sw, double gbps,
                                  const std::string& rate, const std::string& nic, int host_port,
-                                 int switch_port) {
+                                 int switch_port, bool assumed) {
   HostInfo& h = fabric_.hosts.at(host);
   Link l;
   l.a = h.vertex;
@@ -119,15 +119,18 @@ void FabricBuilder::connect_host(std::uint32_t host, VertexId sw, double gbps,
   l.rate = rate;
   l.port_a = host_port;
   l.port_b = switch_port;
+  l.speed_assumed = assumed;
   fabric_.graph.add_link(std::move(l));
   h.port_switch.push_back(sw);
   h.port_gbps.push_back(gbps);
   h.port_nic.push_back(nic);
+  if (assumed) h.port_speed_assumed = true;
 }
 
 void FabricBuilder::connect_switches(VertexId a, VertexId b, double gbps, const std::string& rate,
-                                     int port_a, int port_b) {
+                                     int port_a, int port_b, bool assumed) {
   Link l;
+  l.speed_assumed = assumed;
   l.a = a;
   l.b = b;
   l.kind = LinkKind::kNetwork;

@@ -8,6 +8,8 @@
 //            nics = 8, node_type = "...", link = "..."
 //   [[uplinks]] from = "<switches>", to = "<switches>", cables = 4, link = "..."
 //   [[tier]] tier = 1, oversubscription = 2.0       # declared; analyze() checks the wiring
+//            routing = "adaptive"|"ecmp"            # how the tier spreads flows over uplinks
+//   routing = "adaptive"|"ecmp"          # top level: every tier without its own
 //   [[nvlink_domain]] name, hosts = "<hostlist>", gpu_bandwidth = 900
 //   [hosts] excluded = "<hostlist>"; [hosts.degraded] "<host>" = 0.875
 //
@@ -138,7 +140,8 @@ Fabric parse_fabric_toml(const std::string& path, std::string_view text) {
   }
   Reader r(path);
   r.only(root,
-         {"name", "defaults", "node_types", "unit", "uplinks", "tier", "nvlink_domain", "hosts"},
+         {"name", "defaults", "node_types", "unit", "uplinks", "tier", "nvlink_domain", "hosts",
+          "routing"},
          "the top level");
   if (!root.get("unit")) {
     throw Error(ErrorCode::kBadInput, path,
@@ -147,6 +150,11 @@ Fabric parse_fabric_toml(const std::string& path, std::string_view text) {
   FabricBuilder b("toml:" + path);
   Fabric& f = b.fabric();
   f.hierarchical = true;
+  if (const toml::node* rn = root.get("routing")) {
+    auto v = rn->value<std::string>();
+    if (!v) r.fail(*rn, "\"routing\" must be a string");
+    f.routing = parse_routing(*v, r.at(*rn));
+  }
 
   std::pair<double, std::string> dflt{-1, {}};
   if (const toml::node* d = root.get("defaults")) {
@@ -269,10 +277,17 @@ Fabric parse_fabric_toml(const std::string& path, std::string_view text) {
   });
 
   r.each_table(root, "tier", [&](const toml::table& t) {
-    r.only(t, {"tier", "oversubscription"}, "[[tier]]");
+    r.only(t, {"tier", "oversubscription", "routing"}, "[[tier]]");
     int tier = static_cast<int>(r.num(t, "tier", 0, 1, 16));
     if (tier == 0) r.fail(t, "[[tier]] needs \"tier\"");
-    f.declared_oversubscription[tier] = r.num(t, "oversubscription", 1.0, 0.001, 1e6);
+    if (t.get("oversubscription")) {
+      f.declared_oversubscription[tier] = r.num(t, "oversubscription", 1.0, 0.001, 1e6);
+    }
+    if (const toml::node* rn = t.get("routing")) {
+      auto v = rn->value<std::string>();
+      if (!v) r.fail(*rn, "\"routing\" must be a string");
+      f.routing_by_tier[tier] = parse_routing(*v, r.at(*rn));
+    }
   });
 
   auto host_idx = [&](const toml::node& at, const std::string& h) {
@@ -305,8 +320,12 @@ Fabric parse_fabric_toml(const std::string& path, std::string_view text) {
       const toml::table& deg = r.table_of(*dn, "[hosts.degraded]");
       for (auto&& [name, v] : deg) {
         auto frac = v.value<double>();
-        if (!frac || *frac < 0 || *frac > 1) {
-          r.fail(v, "degraded fraction of " + std::string(name.str()) + " must be within 0..1");
+        // 0 would leave the host nothing: that is `excluded`, and a fraction of 0 must not pass
+        // for healthy downstream.
+        if (!frac || !(*frac > 0) || *frac > 1) {
+          r.fail(v, "degraded fraction of " + std::string(name.str()) +
+                        " must be above 0 and at most 1 (a host with nothing left belongs in "
+                        "[hosts] excluded)");
         }
         for (const std::string& h : expand_hostlist(name.str(), r.at(v), kMaxTomlHosts)) {
           f.hosts[host_idx(v, h)].degraded = *frac;

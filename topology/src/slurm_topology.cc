@@ -8,7 +8,9 @@
 //  - a node listed under two switches is an error naming both lines (Slurm's tree plugin gives
 //    each node one leaf; silently picking one would hide a wiring or file mistake);
 //  - LinkSpeed is read as Gb/s per link (Slurm leaves the unit open and does not use it); a
-//    switch without it gets kDefaultLinkGbit and the fabric carries a note saying so;
+//    switch without it gets kDefaultLinkGbit as a placeholder on its links (Link::speed_assumed,
+//    HostInfo::port_speed_assumed), and the fabric carries a note saying so: the mapper then
+//    takes host NICs from the node model and sizes uplinks from what they carry;
 //  - block: BlockName=<name> Nodes=<hostlist>, optional BlockSizes=<n>,... where the first size is
 //    the base block size, every size is base * 2^k (k <= 15) and no block has fewer nodes than
 //    the base (slurmctld's checks). Each block becomes a tier-1 switch holding its nodes.
@@ -233,7 +235,7 @@ Fabric parse_slurm_topology(const std::string& path, std::string_view text) {
           throw Error(ErrorCode::kBadInput, where(path, s.line),
                       "switch " + s.name + " lists itself in Switches=");
         }
-        b.connect_switches(sv, cv, gbps, {});
+        b.connect_switches(sv, cv, gbps, {}, -1, -1, s.link_gbit < 0);
       }
       for (const std::string& n : s.nodes) {
         auto [it, fresh] = node_owner.emplace(n, std::make_pair(s.name, s.line));
@@ -243,13 +245,15 @@ Fabric parse_slurm_topology(const std::string& path, std::string_view text) {
                           it->second.first + " (line " + std::to_string(it->second.second) +
                           "); Slurm's topology/tree gives each node one leaf switch");
         }
-        b.connect_host(b.host(n), sv, gbps, {}, {});
+        b.connect_host(b.host(n), sv, gbps, {}, {}, -1, -1, s.link_gbit < 0);
       }
     }
     if (defaulted > 0) {
       f.notes.push_back(std::to_string(defaulted) + " of " + std::to_string(switches.size()) +
-                        " switches have no LinkSpeed: assumed 100 Gb/s (12.5 GB/s, 4xEDR) per "
-                        "link; bandwidths and oversubscription are relative only");
+                        " switches have no LinkSpeed: their links carry a placeholder of 100 Gb/s "
+                        "(12.5 GB/s); the mapper takes host NICs from the node capture and sizes "
+                        "uplinks from what they carry (non-blocking unless an oversubscription is "
+                        "declared)");
     }
     if (f.hosts.empty()) {
       throw Error(ErrorCode::kBadInput, path, "no switch lists any Nodes=");
@@ -272,7 +276,7 @@ Fabric parse_slurm_topology(const std::string& path, std::string_view text) {
                         " (line " + std::to_string(it->second.second) + ")");
       }
       std::uint32_t h = b.host(n);
-      b.connect_host(h, sv, kDefaultLinkGbit / 8.0, {}, {});
+      b.connect_host(h, sv, kDefaultLinkGbit / 8.0, {}, {}, -1, -1, true);
       members.push_back(h);
     }
     f.blocks.emplace_back(bl.name, std::move(members));
@@ -319,7 +323,10 @@ Fabric parse_slurm_topology(const std::string& path, std::string_view text) {
     int base = static_cast<int>(blocks.front().nodes.size());
     for (int k = 0; k < 5; ++k) f.block_sizes.push_back(base << k);
   }
-  f.notes.push_back("topology/block has no link speeds: assumed 100 Gb/s (12.5 GB/s) per node");
+  f.notes.push_back(
+      "topology/block has no link speeds: a placeholder of 100 Gb/s (12.5 GB/s) per node; the "
+      "mapper takes host NICs from the node capture and sizes blocks' uplinks from what they "
+      "carry (non-blocking unless an oversubscription is declared)");
   (void)smallest;
   return b.take();
 }

@@ -132,6 +132,46 @@ TEST(MapCliTest, FabricFormatIsGivenRecordedAndOverridable) {
   EXPECT_FALSE(nlohmann::json::parse(d.out)["inputs"].contains("fabric_format"));
 }
 
+// Slurm's topology.conf gives no link speeds: the figures come from the node capture's NICs and
+// uplinks sized from what they carry, and every output says so.
+TEST(MapCliTest, TopologyConfWithoutSpeedsStatesItsAssumptions) {
+  const std::string conf = ::testing::TempDir() + "/map_cli_test_topology.conf";
+  {
+    std::ofstream f(conf);
+    f << "SwitchName=s0 Switches=l[0-1]\nSwitchName=l0 Nodes=node[1-2]\n"
+         "SwitchName=l1 Nodes=node[3-4]\n";
+  }
+  const std::string args = "map --fabric " + conf + " --node-type " +
+                           topoaware::test::fixture("nccl-topo/dgx-h100-topo.xml") +
+                           " --nodes 'node[1-4]' --layout tp=8,dp=4";
+  CliRun table = cli(args);
+  ASSERT_EQ(table.rc, 0) << table.err;
+  EXPECT_NE(table.out.find("figures assume: host NICs from the node capture (8 x 50 GB/s per "
+                           "host)"),
+            std::string::npos)
+      << table.out;
+  EXPECT_NE(table.out.find("non-blocking"), std::string::npos) << table.out;
+  CliRun json = cli(args + " --oversubscription 2 --of json");
+  ASSERT_EQ(json.rc, 0) << json.err;
+  const auto j = nlohmann::json::parse(json.out);
+  ASSERT_TRUE(j.contains("assumptions"));
+  ASSERT_EQ(j["assumptions"].size(), 2u);
+  EXPECT_NE(j["assumptions"][1].get<std::string>().find("tier 1 2:1"), std::string::npos);
+  EXPECT_EQ(j["inputs"]["oversubscription"], "2");
+  const std::string plan = ::testing::TempDir() + "/map_cli_test_conf_plan.json";
+  ASSERT_EQ(cli(args + " --of json -o " + plan).rc, 0);
+  CliRun inspect = cli("inspect " + plan + " --oversubscription 4");
+  ASSERT_EQ(inspect.rc, 0) << inspect.err;
+  EXPECT_NE(inspect.out.find("figures assume:"), std::string::npos) << inspect.out;
+  EXPECT_NE(inspect.out.find("tier 1 4:1"), std::string::npos) << inspect.out;
+  EXPECT_EQ(cli(args + " --oversubscription 0.5").rc, 1);
+  EXPECT_EQ(cli(args + " --routing hashed").rc, 1);
+  // A fabric with every speed (the lab's TOML) assumes nothing.
+  CliRun lab = cli("map " + lab_args() + " --nodes 'node[1-2]' --layout tp=8 --of json");
+  ASSERT_EQ(lab.rc, 0) << lab.err;
+  EXPECT_TRUE(nlohmann::json::parse(lab.out)["assumptions"].empty());
+}
+
 TEST(MapCliTest, HostfileListsRankHosts) {
   CliRun r = cli("map " + lab_args() + " --nodes 'node[1-2]' --layout tp=8 --of hostfile");
   ASSERT_EQ(r.rc, 0) << r.err;

@@ -6,12 +6,16 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
 #include <iostream>
 #include <limits>
 #include <numeric>
 #include <random>
+#include <stdexcept>
 
 #include "topoaware/mapper/synthetic.h"
+#include "topoaware/topology/fabric_io.h"
+#include "topoaware/topology/sources.h"
 
 namespace topoaware::mapper {
 namespace {
@@ -148,6 +152,15 @@ FatTreeSpec nvl(FatTreeSpec s, int hosts) {
   s.nvlink_domain_hosts = hosts;
   return s;
 }
+FatTreeSpec ecmp(FatTreeSpec s, int cables) {
+  s.routing = topology::Routing::kEcmp;
+  s.uplink_cables = cables;
+  return s;
+}
+FatTreeSpec two_nics(FatTreeSpec s) {  // every GPU shares its PCIe switch with two NICs
+  s.ports_per_host = 2 * s.gpus_per_host;
+  return s;
+}
 
 INSTANTIATE_TEST_SUITE_P(
     Small, BruteForceTest,
@@ -170,7 +183,24 @@ INSTANTIATE_TEST_SUITE_P(
                   {3, 1, 2, 2},
                   "tp=4,dp=2"},
         BruteCase{
-            "rail-optimized fragmented, ep", rails(tiny(4, 2, 4, 2)), {3, 1, 1, 3}, "ep=4,dp=2"}),
+            "rail-optimized fragmented, ep", rails(tiny(4, 2, 4, 2)), {3, 1, 1, 3}, "ep=4,dp=2"},
+        // The model's NCCL facts: ECMP uplinks, GPUs with two NICs, all-reduces on two hosts.
+        BruteCase{"ECMP, 2 cables a spine, 2:1",
+                  ecmp(tiny(4, 2, 2, 2), 2),
+                  {2, 2, 2, 2},
+                  "tp=2,dp=2,pp=2"},
+        BruteCase{"ECMP, all-to-all", ecmp(tiny(4, 2, 2, 1), 1), {2, 2, 2, 2}, "ep=4,dp=2"},
+        BruteCase{
+            "two NICs per GPU, cp2 dp4", two_nics(tiny(4, 2, 2, 2)), {2, 2, 2, 2}, "cp=2,dp=4"},
+        BruteCase{"two NICs per GPU, fragmented ep",
+                  two_nics(tiny(4, 2, 2, 1)),
+                  {1, 2, 2, 1},
+                  "ep=2,dp=3"},
+        BruteCase{"all-reduce on two hosts, tp2 dp4", tiny(2, 2, 4, 1), {4, 4}, "tp=2,dp=4"},
+        // Two one-GPU hosts and no host of 3 for a tp=4 tree partner: one piece is a ring.
+        BruteCase{"one-GPU pieces without partners", tiny(4, 2, 4, 1), {1, 4, 2, 1}, "tp=4,dp=2"},
+        BruteCase{
+            "partial hosts cut into two-host trees", tiny(4, 4, 4, 1), {3, 1, 2, 2}, "tp=4,dp=2"}),
     [](const auto& param) { return "case" + std::to_string(param.index); });
 
 // The lower bound alone against brute force on instances with NVLink domains, where the bound
@@ -291,6 +321,8 @@ TEST(CostTest, LowerBoundAtMostOptimumOnRandomInstances) {
     const double nvlink[] = {10, 20, 25, 30, 60, 150, 450};
     spec.nvlink_gbps = nvlink[below(7)];
     spec.seed = g();
+    if (below(4) == 0) spec = ecmp(spec, 1 + below(2));
+    if (below(5) == 0) spec = two_nics(spec);
     Small s;
     s.fabric = make_fat_tree(spec);
     s.node = make_node(spec.gpus_per_host, spec.ports_per_host, spec.nvlink_gbps, spec.port_gbps);
@@ -370,7 +402,9 @@ TEST(CostTest, IslandBoundTighterThanHostBoundOnNvlinkDomains) {
   for (double l : m.reach_latency_us) lat_min = std::min(lat_min, l);
   for (const auto& d : in.traffic.dims) {
     if (d.size <= 1) continue;
-    const double v = 2.0 * (d.size - 1) / d.size * d.bytes;  // a ring member's bytes
+    // A ring member's bytes for tp; for dp (3 members on hosts of 2) the least hop: its group may
+    // lie 2 + 1 on two hosts, where NCCL runs the all-reduce as a tree and each host sends S.
+    const double v = d.name == "tp" ? 2.0 * (d.size - 1) / d.size * d.bytes : d.bytes;
     (d.name == "tp" ? v_tp : v_dp) = v;
     latency += d.calls * 2.0 * (d.size - 1) * lat_min * 1e-6;
   }
@@ -535,6 +569,195 @@ TEST(CostTest, JointBoundTighterWhereTwoRingsCannotShareALeaf) {
   const double best = brute_force(in);
   EXPECT_LE(lb, best * (1 + 1e-12));
   EXPECT_GE(best, 5 * V / port);  // the best order still pays one dim's crossing
+}
+
+// ---- The model's NCCL facts on small instances worked by hand (docs/mapper.md, "Cost model").
+
+namespace model {
+
+// Bytes a named resource carries in one evaluation (0 when it carries nothing).
+double carried(const std::vector<LinkLoad>& loads, const std::string& name) {
+  for (const auto& l : loads) {
+    if (l.name == name) return l.bytes;
+  }
+  return 0;
+}
+
+struct Evaluated {
+  Instance in;
+  CostReport cost;
+  std::vector<LinkLoad> loads;
+};
+
+// Slurm's block order (or the given GPUs, task by task) evaluated with every resource's load.
+Evaluated evaluated(const Small& s, std::vector<int> bound_gpu = {}) {
+  Request r = s.request;
+  r.bound_gpu = std::move(bound_gpu);
+  Evaluated e;
+  e.in = make_instance(s.fabric, s.nodes, r);
+  e.cost = evaluate(e.in.machine, e.in.traffic,
+                    std::vector<std::uint32_t>(e.in.block_slot.begin(), e.in.block_slot.end()),
+                    &e.loads);
+  return e;
+}
+
+const DimTraffic& dim(const Instance& in, const std::string& name) {
+  for (const auto& d : in.traffic.dims) {
+    if (d.name == name) return d;
+  }
+  throw std::runtime_error("no dim " + name);
+}
+
+}  // namespace model
+
+TEST(CostModelTest, AllReduceOnTwoHostsRunsAsATreeAndSendsItsBytesOnce) {
+  // 2 hosts x 4 GPUs, each GPU its own 25 GB/s NIC. dp=8 in block order: host 0 holds ranks
+  // 0-3. NCCL runs Tree at 2 nodes: each host sends its S once, a quarter through each NIC:
+  // S/4 out of port 0. A ring would send V/4 = 2 x 7/8 x S / 4 = 0.4375 S.
+  const model::Evaluated two = model::evaluated(small(tiny(2, 2, 4, 1), {4, 4}, "dp=8"));
+  const double S = model::dim(two.in, "dp").bytes;
+  EXPECT_NEAR(model::carried(two.loads, "NIC out of node00000 port 0"), S / 4, S * 1e-12);
+  EXPECT_NEAR(model::carried(two.loads, "NIC out of node00001 port 3"), S / 4, S * 1e-12);
+  // cp is a ring of K/V blocks, not an all-reduce: the ring's V/4 at 2 hosts too.
+  const model::Evaluated ring = model::evaluated(small(tiny(2, 2, 4, 1), {4, 4}, "cp=8"));
+  const double C = model::dim(ring.in, "cp").bytes;
+  EXPECT_NEAR(model::carried(ring.loads, "NIC out of node00000 port 0"), 0.4375 * C, C * 1e-12);
+  // Three hosts: a ring again, V/4 = 2 x 11/12 x S / 4 each hop.
+  const model::Evaluated three = model::evaluated(small(tiny(3, 3, 4, 1), {4, 4, 4}, "dp=12"));
+  const double S3 = model::dim(three.in, "dp").bytes;
+  EXPECT_NEAR(model::carried(three.loads, "NIC out of node00000 port 0"), 2.0 * 11 / 12 * S3 / 4,
+              S3 * 1e-12);
+}
+
+TEST(CostModelTest, SendRecvGoesThroughThePeerIndexNicByPxnOnAnyFabric) {
+  // Not rail-optimized: 2 hosts x 2 GPUs on one leaf, NVSwitch nodes. ep=2 between host 0's
+  // GPU 0 and host 1's GPU 1 (bound GPUs): each sends S/2. NCCL's PXN (P2P_PXN_LEVEL 2) sends
+  // through the local NIC of the GPU with the peer's NVML index (port 1 of host 0) after an
+  // NVLink hop, and the receiver takes it on its own NIC (port 1 of host 1).
+  const model::Evaluated e = model::evaluated(small(tiny(2, 2, 2, 1), {1, 1}, "ep=2"), {0, 1});
+  const double S = model::dim(e.in, "ep").bytes;
+  EXPECT_NEAR(model::carried(e.loads, "NIC out of node00000 port 1"), S / 2, S * 1e-12);
+  EXPECT_EQ(model::carried(e.loads, "NIC out of node00000 port 0"), 0);
+  EXPECT_NEAR(model::carried(e.loads, "NVLink out of node00000 GPU0"), S / 2, S * 1e-12);
+  EXPECT_NEAR(model::carried(e.loads, "NIC into node00001 port 1"), S / 2, S * 1e-12);
+  // The way back: host 1's GPU 1 sends through host 1's GPU 0's NIC, into host 0's port 0.
+  EXPECT_NEAR(model::carried(e.loads, "NIC out of node00001 port 0"), S / 2, S * 1e-12);
+  EXPECT_NEAR(model::carried(e.loads, "NIC into node00000 port 0"), S / 2, S * 1e-12);
+}
+
+TEST(CostModelTest, RingHopsLeaveByTheirOwnNicAndCrossRailsThroughTheSpine) {
+  // Rail-optimized, 2 scalable units of 2 hosts x 2 GPUs. cp=2 between host 0's GPU 0 and
+  // host 1's GPU 1, both in unit 0: a ring takes no PXN, so the hop leaves by rail 0 and
+  // arrives on rail 1, climbing from rail switch 0 to the spine and down to rail switch 1: V
+  // (= S for n = 2) over the unit's uplink. On one rail (GPU 0 both) it stays on the rail.
+  FatTreeSpec spec = tiny(4, 2, 2, 1);
+  spec.rail_optimized = true;
+  const model::Evaluated cross = model::evaluated(small(spec, {1, 1}, "cp=2"), {0, 1});
+  ASSERT_FALSE(cross.in.machine.levels.empty());
+  const double S = model::dim(cross.in, "cp").bytes;
+  double up = 0;
+  for (const auto& l : cross.loads) {
+    if (l.level == cross.in.machine.levels[0].name && l.name.rfind("uplink", 0) == 0) up += l.bytes;
+  }
+  EXPECT_NEAR(up, 2 * S, S * 1e-12);  // both directions of the ring
+  const model::Evaluated same = model::evaluated(small(spec, {1, 1}, "cp=2"), {0, 0});
+  for (const auto& l : same.loads) EXPECT_NE(l.name.rfind("uplink", 0), 0u) << l.name;
+}
+
+TEST(CostModelTest, AGpuWithTwoNicsSpreadsItsChannelsOverBoth) {
+  // 2 GPUs and 4 NICs per host: each GPU shares its PCIe switch with two NICs, both nearest.
+  // cp=4 in block order on 2 hosts: each member's hop V/2 (V = 2 x 3/4 x S) goes half through
+  // each of its NICs: V/4 out of ports 0 and 1 of host 0.
+  FatTreeSpec spec = tiny(2, 2, 2, 1);
+  spec.ports_per_host = 4;
+  const model::Evaluated e = model::evaluated(small(spec, {2, 2}, "cp=4"));
+  ASSERT_EQ(e.in.machine.slots[0].ports.count, 2u);
+  const double V = 2.0 * 3 / 4 * model::dim(e.in, "cp").bytes;
+  EXPECT_NEAR(model::carried(e.loads, "NIC out of node00000 port 0"), V / 4, V * 1e-12);
+  EXPECT_NEAR(model::carried(e.loads, "NIC out of node00000 port 1"), V / 4, V * 1e-12);
+  EXPECT_NEAR(model::carried(e.loads, "NIC out of node00000 port 2"), V / 4, V * 1e-12);
+}
+
+TEST(CostModelTest, EcmpChargesTheExpectedWorstUplink) {
+  // 2 leaves of 1 host, 1 GPU and one 25 GB/s NIC each; each leaf's 25 GB/s uplink is 4 links
+  // of 6.25 GB/s (one per spine). dp=2: one flow of S each way. Adaptive routing spreads it
+  // over the 4 links: S / 25 GB/s. ECMP hashes the one flow onto one link: S / 6.25 GB/s, 4 x
+  // the time on the uplink, which is then the bottleneck (the NIC takes S / 25 GB/s).
+  FatTreeSpec spec = tiny(2, 1, 1, 1);
+  const model::Evaluated adaptive = model::evaluated(small(spec, {1, 1}, "dp=2"));
+  spec.routing = topology::Routing::kEcmp;
+  const model::Evaluated ecmp = model::evaluated(small(spec, {1, 1}, "dp=2"));
+  ASSERT_TRUE(ecmp.in.machine.levels[0].ecmp);
+  ASSERT_EQ(ecmp.in.machine.levels[0].uplink_links[0], 4u);
+  const double S = model::dim(ecmp.in, "dp").bytes;
+  // Same latency in both: the difference is the bandwidth term, 4 S/25e9 - S/25e9.
+  EXPECT_NEAR(ecmp.cost.seconds - adaptive.cost.seconds, 3 * S / 25e9, S / 25e9 * 1e-9);
+}
+
+TEST(CostModelTest, OverlappingDimsTakeTheBusiestResourceUnderAllOfThem) {
+  // 2 hosts x 2 GPUs, tp=2 inside each host (a ring of 2: each GPU sends S_tp over 150 GB/s
+  // NVLink) and dp=2 across (a two-host tree: each GPU sends S_dp through its 25 GB/s NIC). One
+  // after another the bandwidth terms add up; overlapping, the dims load different resources and
+  // the step takes the larger: the sum less min(S_tp/150e9, S_dp/25e9). Latency terms add up
+  // either way.
+  Small s = small(tiny(2, 2, 2, 1), {2, 2}, "tp=2,dp=2");
+  const model::Evaluated seq = model::evaluated(s);
+  s.request.overlap_dims = true;
+  const model::Evaluated both = model::evaluated(s);
+  ASSERT_TRUE(both.in.traffic.overlap);
+  const double tp = model::dim(seq.in, "tp").bytes / 150e9;
+  const double dp = model::dim(seq.in, "dp").bytes / 25e9;
+  EXPECT_NEAR(both.cost.seconds, seq.cost.seconds - std::min(tp, dp), seq.cost.seconds * 1e-9);
+  // Per-dim figures stay each dim's own.
+  ASSERT_EQ(both.cost.dims.size(), seq.cost.dims.size());
+  for (std::size_t d = 0; d < seq.cost.dims.size(); ++d) {
+    EXPECT_DOUBLE_EQ(both.cost.dims[d].seconds, seq.cost.dims[d].seconds);
+  }
+  // The bound under overlap stays at most the optimum (brute force) and below the sequential.
+  const double lb = lower_bound(both.in.machine, both.in.traffic);
+  EXPECT_LE(lb, brute_force(both.in) * (1 + 1e-12));
+  EXPECT_LE(lb, lower_bound(seq.in.machine, seq.in.traffic));
+  Small t = small(tiny(4, 2, 2, 2), {2, 2, 2, 2}, "tp=2,ep=2,pp=2");
+  t.request.overlap_dims = true;
+  Instance in = make_instance(t.fabric, t.nodes, t.request);
+  EXPECT_LE(lower_bound(in.machine, in.traffic), brute_force(in) * (1 + 1e-12));
+  EXPECT_GT(lower_bound(in.machine, in.traffic), 0);
+}
+
+TEST(CostModelTest, TopologyConfWithoutSpeedsTakesNicsFromTheCaptureAndSaysSo) {
+  // 2 leaves of 4 hosts without LinkSpeed, DGX H100 capture (8 x 400 Gb/s = 50 GB/s NICs):
+  // host ports come from the capture, leaf uplinks carry what their 4 hosts inject (4 x 8 x 50
+  // = 1600 GB/s, non-blocking), or half of it when tier 1 is declared 2:1.
+  const std::string path = ::testing::TempDir() + "/cost_test_topology.conf";
+  {
+    std::ofstream f(path);
+    f << "SwitchName=s0 Switches=l[0-1]\nSwitchName=l0 Nodes=n[0-3]\nSwitchName=l1 "
+         "Nodes=n[4-7]\n";
+  }
+  topology::Fabric fabric = topology::load_fabric(path);
+  const topology::NodeTopology node = topology::load_node_file(
+      std::string(TOPOAWARE_TEST_FIXTURES) + "/nccl-topo/dgx-h100-topo.xml");
+  Request r;
+  r.hosts = {"n0", "n4"};
+  r.tasks_per_host = {8, 8};
+  r.layout = parse_layout("tp=8,dp=2");
+  const std::vector<const topology::NodeTopology*> nodes(2, &node);
+  Instance in = make_instance(fabric, nodes, r);
+  ASSERT_EQ(in.machine.port_count[0], 8u);
+  EXPECT_DOUBLE_EQ(in.machine.port_gbps[0], 50);
+  ASSERT_EQ(in.machine.levels.size(), 2u);
+  EXPECT_DOUBLE_EQ(in.machine.levels[0].uplink_gbps[0], 1600);
+  ASSERT_EQ(in.machine.assumptions.size(), 3u);
+  EXPECT_NE(in.machine.assumptions[0].find("node capture"), std::string::npos);
+  EXPECT_NE(in.machine.assumptions[1].find("non-blocking"), std::string::npos);
+  EXPECT_EQ(plan(fabric, nodes, r).assumptions, in.machine.assumptions);
+  topology::declare_oversubscription(fabric, {2});
+  Instance half = make_instance(fabric, nodes, r);
+  EXPECT_DOUBLE_EQ(half.machine.levels[0].uplink_gbps[0], 800);
+  EXPECT_NE(half.machine.assumptions[1].find("tier 1 2:1"), std::string::npos);
+  // A fabric that gives every capacity assumes nothing.
+  Small s = small(tiny(2, 2, 2, 1), {2, 2}, "dp=4");
+  EXPECT_TRUE(make_instance(s.fabric, s.nodes, s.request).machine.assumptions.empty());
 }
 
 }  // namespace

@@ -22,6 +22,7 @@ struct Case {
   const char* layout;
   int gpus;
   bool matrix;
+  bool overlap = false;  // the dims overlap (Traffic::overlap): one lane for all
 };
 
 FatTreeSpec spec_of(int hosts, int per_leaf, int leaves_per_pod, double oversub) {
@@ -52,6 +53,13 @@ std::vector<Case> cases() {
                  false});
   out.push_back({"2-tier with a traffic matrix", spec_of(64, 8, 0, 4), false, "tp=8,dp=auto", 128,
                  true});
+  FatTreeSpec ecmp = spec_of(64, 8, 0, 2);
+  ecmp.routing = topology::Routing::kEcmp;
+  ecmp.uplink_cables = 4;
+  out.push_back(
+      {"ECMP 2:1, partial hosts, 5 dims", ecmp, true, "tp=4,cp=2,ep=2,pp=2,dp=auto", 128, false});
+  out.push_back({"overlapping dims with a matrix, partial hosts", spec_of(64, 8, 0, 4), true,
+                 "tp=2,ep=4,pp=2,dp=auto", 128, true, true});
   return out;
 }
 
@@ -64,6 +72,7 @@ Instance instance_of(const Case& c, const topology::Fabric& fabric,
   r.hosts = a.hosts;
   r.tasks_per_host = a.tasks_per_host;
   r.layout = parse_layout(c.layout);
+  r.overlap_dims = c.overlap;
   if (c.matrix) {
     for (int k = 0; k < 40; ++k) r.layout.matrix.push_back({k * 3 % c.gpus, k * 7 % c.gpus, 1e8});
   }

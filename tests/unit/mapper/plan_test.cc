@@ -92,9 +92,11 @@ TEST(PlanTest, ContiguousNameOrderedAllocationKeepsBlockCost) {
   Cluster c = cluster(false);
   Request r = request_of(whole_hosts(c.fabric, 8, 16), "tp=8,pp=2,dp=auto");
   RankPlan p = plan(c.fabric, same_node(c, r.hosts.size()), r);
-  // Block is already good there: topo may shave a little, never more than a few percent.
+  // Block is already good there: topo may shave a little, never much. (It shaves 5%: dp groups of
+  // 4 + 4 GPUs on two hosts run as NCCL trees over 4 NICs each, where block's dp rings of 8
+  // hosts send 2 x 7/8 S through one NIC each; tp then spans two hosts, also as trees.)
   EXPECT_LE(p.cost.seconds, p.block_cost.seconds);
-  EXPECT_GE(p.cost.seconds, 0.97 * p.block_cost.seconds);
+  EXPECT_GE(p.cost.seconds, 0.9 * p.block_cost.seconds);
   EXPECT_LE(p.lower_bound, p.cost.seconds);
 }
 
@@ -123,8 +125,8 @@ TEST(PlanTest, FragmentedAllocationsNeverLoseToBlockAndStayNearTheBound) {
 }
 
 // Hosts lending 7, 5, 4, 6, 2 and 8 GPUs to a TP8 job: Slurm's order cuts tensor-parallel groups
-// 7+1 and 4+2+2, and a one-GPU piece sends its whole ring hop through one NIC. Every group can be
-// cut with no piece under 2 (7 = 5+2, 5+3, 4+4, 6+2, 8): topo must find such a cut.
+// 7+1 and 4+2+2, and a one-GPU piece sends its whole hop through one NIC. Every group can be cut
+// into two hosts with no piece under 2 (8, 4+4, 3+5, 6+2): topo must find such a cut.
 TEST(PlanTest, PartialHostsAreCutWithoutSingleGpuPieces) {
   Cluster c = cluster(false, 2);
   Request r;
@@ -144,7 +146,11 @@ TEST(PlanTest, PartialHostsAreCutWithoutSingleGpuPieces) {
   };
   EXPECT_EQ(smallest_piece(p, true), 1) << "Slurm's order leaves a one-GPU piece";
   EXPECT_GE(smallest_piece(p, false), 2);
-  EXPECT_LT(p.cost.seconds, 0.75 * p.block_cost.seconds)
+  // Block's 7 + 1 group is a two-host NCCL tree whose one GPU sends S through its NIC. Cut into
+  // two-host units (8, 4+4, 3+5, 6+2: trees, the smallest piece 2) the step takes 2.25 s against
+  // block's 3.97 s; the ring-era cut (largest smallest piece: 8, 5+3, 2+6, 2+4+2, a ring of 2s)
+  // took 3.54 s.
+  EXPECT_LT(p.cost.seconds, 0.6 * p.block_cost.seconds)
       << "topo " << p.cost.seconds << " s, block " << p.block_cost.seconds << " s";
   EXPECT_LE(p.lower_bound, p.cost.seconds * (1 + 1e-12));
 }

@@ -25,7 +25,7 @@ TEST(FabricSlurm, NstdaTaraTwoLevels) {
   EXPECT_EQ(leaf_membership(f).at("s3"), (std::set<std::string>{"tara-dgx1-001", "tara-dgx1-002"}));
   // No LinkSpeed: the assumed default is said, and used.
   ASSERT_FALSE(f.notes.empty());
-  EXPECT_NE(f.notes[0].find("assumed 100 Gb/s"), std::string::npos);
+  EXPECT_NE(f.notes[0].find("placeholder of 100 Gb/s"), std::string::npos);
   EXPECT_DOUBLE_EQ(f.hosts[0].port_gbps[0], 12.5);
   // 4 leaves with 10 hosts down, 4 cables up to s4.
   EXPECT_DOUBLE_EQ(f.tiers[0].oversubscription, 2.5);

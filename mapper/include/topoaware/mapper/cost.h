@@ -2,14 +2,17 @@
 // given slots (host, GPU) of a fabric. The same model scores every algorithm, the baselines and
 // the lower bound, so their figures compare like for like.
 //
-// Model (docs/mapper.md, "Cost model"): dims communicate one after another; within a dim all
-// groups communicate at once. A ring collective is NCCL's ring: nodes numbered by first rank,
-// a chain through each node's GPUs over NVLink, then one hop to the next node spread over the
-// node's NICs; all-to-all is every pair; pipeline is stage to stage, both directions. A flow
-// between hosts leaves through a NIC port, climbs Fabric::levels to the lowest group holding
-// both hosts (loading that group's uplink and the peer group's downlink, spread evenly over
-// parallel links: ECMP) and comes down. On rail-optimized fabrics a flow uses the NIC of the
-// peer's rail (NCCL's PXN: an NVLink hop first when the rails differ). Inside a node and inside
+// Model (docs/mapper.md, "Cost model", with the NCCL source of each fact): dims communicate one
+// after another; within a dim all groups communicate at once. A ring collective is NCCL's ring:
+// nodes numbered by first rank, a chain through each node's GPUs over NVLink, then one hop to
+// the next node spread over the node's GPUs' NICs, each leaving by its own NICs; an all-reduce
+// whose group spans exactly two hosts is NCCL's tree (each host sends its bytes once).
+// All-to-all is every pair and pipeline stage to stage, both directions, as send/recv: NCCL's PXN
+// sends them through the NICs of the sender host's GPU with the peer's NVML index (an NVLink hop
+// first). A GPU spreads its traffic over all its nearest NICs. A flow between hosts climbs
+// Fabric::levels to the lowest group holding both (loading that group's uplink and the peer
+// group's downlink; on ECMP tiers charged the expected busiest of the group's links), and a flow
+// between two rails of a rail-optimized fabric climbs above the rail switches. Inside a node and
 // an NVLink domain flows use the GPU's NVLink bandwidth. A dim's time is the most loaded
 // resource's load / bandwidth plus a latency term (calls x steps x path latency).
 #pragma once
@@ -27,11 +30,18 @@
 
 namespace topoaware::mapper {
 
+// A run of host-local port indexes in Machine::port_list.
+struct PortRange {
+  std::uint32_t begin = 0;
+  std::uint32_t count = 0;
+};
+
 // One place a rank can run: a GPU of a host of the step.
 struct Slot {
   std::uint32_t host = 0;  // index into Machine::hosts (the step's hosts, sorted by name)
   int gpu = -1;            // NVML index
-  int port = 0;            // index of the host's fabric port its traffic leaves by (its rail)
+  int port = 0;            // its first (nearest) fabric port: its rail
+  PortRange ports;         // every port NCCL spreads this GPU's channels over (port first)
 };
 
 // One locality level the network routes through (Fabric::levels without host/nvlink levels),
@@ -42,6 +52,10 @@ struct NetLevel {
   std::vector<double> uplink_gbps;           // per dense group
   std::vector<std::string> group_label;      // "leaf of node017" (its first host by name)
   double latency_us = 0;
+  // ECMP (Fabric routing of this level's tier): each flow hashes onto one of a group's
+  // uplink_links parallel links, and a group's uplink is charged its expected worst link.
+  bool ecmp = false;
+  std::vector<std::uint32_t> uplink_links;  // per dense group
 };
 
 // What the cost model routes over, gathered once per plan from the fabric and node models.
@@ -53,6 +67,15 @@ struct Machine {
   std::vector<std::uint32_t> port_base;    // per host: first index into port_gbps
   std::vector<std::uint32_t> port_count;   // per host
   std::vector<double> port_gbps;           // every host port, host after host
+  std::vector<std::uint32_t> port_list;    // what PortRanges index: host-local port indexes
+  // NCCL's PXN (send/recv and all-to-all, not rings): a GPU sends to a peer through the NICs of
+  // its host's GPU with the peer's NVML index, after an NVLink hop to it. Per host: whether its
+  // GPUs reach each other over NVLink (else no PXN), and the ports of each NVML index's GPU
+  // (relay_ports(), empty where unknown).
+  std::vector<char> pxn;
+  std::vector<std::uint32_t> relay_base;   // per host: index into relay_ranges of NVML index 0
+  std::vector<std::uint32_t> relay_count;  // per host: NVML indexes described
+  std::vector<PortRange> relay_ranges;
   std::vector<int> domain_of_host;         // NVLink domain (dense) or -1
   std::vector<NetLevel> levels;            // innermost first
   bool rail_optimized = false;
@@ -60,11 +83,25 @@ struct Machine {
   // Latency of a flow by how far it reached: [0] inside a host/NVLink domain, [1] inside one
   // group of levels[0], [2 + l] across level l (Fabric::levels latency_us of the common level).
   std::vector<double> reach_latency_us;
+  // What the capacities above rest on where the inputs did not give them, one sentence each
+  // ("switch uplinks non-blocking: ..."); empty when every capacity came from the inputs.
+  std::vector<std::string> assumptions;
+
+  PortRange relay_ports(std::uint32_t host, int gpu) const {
+    if (gpu < 0 || static_cast<std::uint32_t>(gpu) >= relay_count[host]) return {};
+    return relay_ranges[relay_base[host] + static_cast<std::uint32_t>(gpu)];
+  }
+  // Sum of the capacity of a slot's ports (GB/s): what it can send into the network.
+  double slot_port_gbps(std::size_t slot) const;
 };
 
 // Builds the machine for a set of hosts (names) and the GPUs used on each (`gpus[i]` for
 // hosts[i], NVML indexes). nodes[i] describes hosts[i] (nullptr: a plain node with that many
-// GPUs, one NIC per fabric port). Hosts are re-sorted by name. Throws Error.
+// GPUs, one NIC per fabric port). Hosts are re-sorted by name. Where the fabric gives no port
+// speeds the hosts' NICs come from their node models, and where it gives no uplink speeds each
+// tier's uplinks are sized from what they carry over the declared oversubscription
+// (Fabric::declared_oversubscription; non-blocking where none): Machine::assumptions says so.
+// Throws Error.
 Machine build_machine(const topology::Fabric& fabric, const std::vector<std::string>& hosts,
                       const std::vector<const topology::NodeTopology*>& nodes,
                       const std::vector<std::vector<int>>& gpus);
@@ -74,6 +111,11 @@ struct Traffic {
   long long world = 0;
   std::vector<DimTraffic> dims;
   std::vector<Flow> matrix;
+  // Dims overlap (Request::overlap_dims): the step's bandwidth time is the most loaded resource
+  // under all dims' loads together, not the sum of each dim's own; latency terms still add up.
+  // Off by default: frameworks overlap some communication with compute, rarely dims with each
+  // other, and the sum is the upper estimate.
+  bool overlap = false;
 };
 Traffic job_traffic(const Layout& layout);
 

@@ -89,6 +89,9 @@ struct DimTraffic {
   double bytes = 0;            // per rank per step: the collective's buffer (ring, all-to-all)
                                // or the message to each neighbour stage (pipeline)
   double calls = 0;            // collective calls / send-recv rounds per step
+  // A ring dim that is an all-reduce (tp, dp, and any ring but cp, which passes K and V around
+  // a ring): NCCL may run it as a tree (docs/mapper.md, "Which algorithm NCCL runs").
+  bool all_reduce = false;
 };
 
 // Resolved traffic per dim of a resolved layout (explicit bytes win over the model).

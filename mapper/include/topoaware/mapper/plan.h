@@ -41,6 +41,8 @@ struct Request {
   // The plan then chooses only the hosts' order (NODE_RANK) and which GPU each local rank takes
   // (CUDA_VISIBLE_DEVICES order). Not with bound_gpu.
   bool host_blocks = false;
+  // Model the dims' communication as overlapping (Traffic::overlap); default: one after another.
+  bool overlap_dims = false;
 };
 
 struct TaskPlan {
@@ -89,7 +91,14 @@ struct RankPlan {
   bool kept_block = false;
   long long refine_moves = 0;       // moves refinement evaluated
   std::vector<int> rank_of_task;    // = tasks[t].rank, for scripts and the cost model
+  // What the modeled figures rest on where the inputs gave no capacity (Machine::assumptions),
+  // one sentence each; empty when every capacity came from the inputs.
+  std::vector<std::string> assumptions;
 };
+
+// The plan's assumptions in one line for people (map, inspect, srun -v): "figures assume: A; B",
+// or empty when there are none.
+std::string assumptions_line(const std::vector<std::string>& assumptions);
 
 // nodes[i] describes hosts[i] (the same pointer for hosts of one node type).
 RankPlan plan(const topology::Fabric& fabric,

@@ -27,6 +27,10 @@ struct FatTreeSpec {
   int nvlink_domain_hosts = 0;  // > 0: consecutive hosts form NVLink domains of this size
   double nvlink_gbps = 450;     // per GPU, inside a host and a domain
   bool scramble_names = false;  // host names shuffled against the wiring
+  // How every tier spreads flows over a group's uplinks, and how many cables each switch-to-
+  // switch connection has (what ECMP hashes onto; the capacity is the same either way).
+  topology::Routing routing = topology::Routing::kAdaptive;
+  int uplink_cables = 1;
   std::uint64_t seed = 1;
   std::string prefix = "node";
 };

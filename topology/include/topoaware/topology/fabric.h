@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -34,7 +35,21 @@ struct HostInfo {
   // doctor's report (health.h); a NIC not listed carries all of it.
   std::map<std::string, double> nic_fraction;
   std::string unit;                // TOML [[unit]] name (a scalable unit), empty if none
+  // The source gives no port speeds (topology.conf): port_gbps are placeholders, and the mapper
+  // takes the host's NICs from its node model instead.
+  bool port_speed_assumed = false;
 };
+
+// How a tier's switches spread flows over a group's parallel uplinks: adaptive routing spreads
+// every flow's packets evenly; ECMP hashes each flow onto one link, so a few large flows can
+// collide on one uplink (docs/mapper.md, "ECMP").
+enum class Routing { kAdaptive, kEcmp };
+std::string_view to_string(Routing r);  // "adaptive", "ecmp"
+// Parses "adaptive" or "ecmp"; throws Error (kBadInput) naming `context` otherwise.
+Routing parse_routing(std::string_view text, const std::string& context);
+// Parses a declared oversubscription per tier, tier 1 first: "1,2" or "1:1,2:1" (down:up, each
+// at least 1). Throws Error (kBadInput) naming `context`.
+std::vector<double> parse_oversubscription(std::string_view text, const std::string& context);
 
 struct FabricTier {
   int tier = 0;                    // 1 = leaf (hosts attached), upward by BFS
@@ -42,6 +57,7 @@ struct FabricTier {
   double down_gbps = 0;            // total bandwidth from this tier down (to hosts / tier-1)
   double up_gbps = 0;              // total bandwidth from this tier up
   double oversubscription = 1.0;   // down / up; 1.0 for the top tier
+  bool speeds_assumed = false;     // some of its links have no speed in the source
 };
 
 // One level of locality: a partition of the hosts into groups. Level 0 is the innermost
@@ -53,6 +69,11 @@ struct LocalityLevel {
   std::vector<double> group_downlink_gbps;   // per group: capacity of its host-facing side
   double latency_us = 0;                     // one-way latency of crossing this level
   std::vector<std::string> group_name;       // per group: its switch's name, or "<name><k>"
+  // Per group: parallel links in its uplink (what ECMP hashes flows onto), and whether any of
+  // them has an assumed speed (Link::speed_assumed), so that the uplink figure is a placeholder.
+  std::vector<std::uint32_t> group_uplink_links;
+  std::vector<char> group_uplink_assumed;
+  int tier = 0;  // the switch tier whose switches join this level's groups (0: host, nvlink)
 };
 
 struct NvlinkDomain {
@@ -102,8 +123,20 @@ struct Fabric {
   bool hierarchical = false;
   // Assumptions made while importing ("no LinkSpeed: assumed 12.5 GB/s per link"), for people.
   std::vector<std::string> notes;
-  // Declared oversubscription per tier (TOML), checked by analyze(); tier -> down/up.
+  // Declared oversubscription per tier; tier -> down/up. Where the source gives capacities
+  // (TOML, ibnetdiscover) analyze() checks the wiring against it; where it gives none
+  // (topology.conf without LinkSpeed) it sizes each tier's uplinks for the mapper (missing tiers:
+  // 1, non-blocking). From TOML [[tier]], or declare_oversubscription() (map --oversubscription,
+  // the plugin's `oversubscription` key).
   std::map<int, double> declared_oversubscription;
+  // Routing per tier (TOML `routing`, [[tier]] routing; the plugin's `routing` key); tiers not
+  // listed use `routing`.
+  Routing routing = Routing::kAdaptive;
+  std::map<int, Routing> routing_by_tier;
+  Routing routing_of_tier(int tier) const {
+    auto it = routing_by_tier.find(tier);
+    return it == routing_by_tier.end() ? routing : it->second;
+  }
 
   // Index of a host by name, or -1.
   std::int64_t find_host(const std::string& name) const {
@@ -116,5 +149,9 @@ struct Fabric {
 
 // Derives tiers, levels, rails, NVLink domains and anomalies from graph + hosts.
 void analyze(Fabric& fabric);
+
+// Declares the oversubscription of tiers 1, 2, ... (per_tier[0] is tier 1), replacing earlier
+// declarations of those tiers, and checks it again where the wiring gives capacities.
+void declare_oversubscription(Fabric& fabric, const std::vector<double>& per_tier);
 
 }  // namespace topoaware::topology

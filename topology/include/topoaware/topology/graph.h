@@ -140,6 +140,9 @@ struct Link {
   int port_a = -1, port_b = -1;  // switch/HCA port numbers where known
   std::string nvlink_tclass;     // for NVLink: "0x068000" NVSwitch, "0x030200" GPU, "0x068001" CPU
   std::string rate;              // network: "4xHDR", "4xNDR" as ibnetdiscover writes it
+  // Network: the source gives no speed (topology.conf without LinkSpeed), so `bandwidth` is a
+  // placeholder that no figure may rest on (the mapper sizes such links from what they carry).
+  bool speed_assumed = false;
 };
 
 class Graph {
