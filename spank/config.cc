@@ -16,7 +16,7 @@ using topology::Error;
 using topology::ErrorCode;
 
 constexpr const char* kKeys =
-    "fabric, guid_map, job_dir, policy, gpu_binding, overwrite_user_env, "
+    "fabric, fabric_format, guid_map, job_dir, policy, gpu_binding, overwrite_user_env, "
     "bind_cpus, "
     "judge_allocation, master_port, launcher, ids, health_dir, doctor, doctor_fsroot, capture, "
     "oversubscription, routing";
@@ -126,6 +126,11 @@ void apply_setting(Config& config, const std::string& key, const std::string& va
                    const std::string& where) {
   if (key == "fabric") {
     config.fabric = value;
+  } else if (key == "fabric_format") {
+    config.fabric_format = topology::parse_input_format(value, topology::InputKind::kFabric,
+                                                        where);
+  } else if (key == "capture_format") {
+    config.capture_format = topology::parse_input_format(value, topology::InputKind::kNode, where);
   } else if (key == "guid_map") {
     config.guid_map = value;
   } else if (key == "job_dir") {

@@ -13,6 +13,7 @@
 
 #include "topoaware/mapper/launch.h"
 #include "topoaware/topology/fabric.h"
+#include "topoaware/topology/input_format.h"
 
 namespace topoaware::spank {
 
@@ -29,6 +30,10 @@ struct Config {
   std::string path;    // the TOML file, empty when none was given
   std::string fabric;  // load_fabric() input; empty: hosts are judged alone
   std::string guid_map;
+  // The formats of the fabric file and of every node capture; kAuto: detected from content
+  // (input_format.h). Set when a file's head does not say what it is.
+  topology::InputFormat fabric_format = topology::InputFormat::kAuto;
+  topology::InputFormat capture_format = topology::InputFormat::kAuto;
   std::string job_dir = "/tmp/topo-aware";
   Policy policy = Policy::kFailOpen;
   GpuBinding gpu_binding = GpuBinding::kLocalRank;

@@ -104,7 +104,8 @@ topology::Fabric load_configured_fabric(const Config& config) {
                           config.path.empty() ? "plugstack" : config.path,
                           "no fabric configured (set fabric = \"FILE\")");
   }
-  topology::Fabric fabric = topology::load_fabric(config.fabric, config.guid_map);
+  topology::Fabric fabric =
+      topology::load_fabric(config.fabric, config.guid_map, config.fabric_format);
   // What the site declares where the fabric gives no capacities, and how its tiers route, as
   // `topo-aware map --config` applies them.
   if (!config.oversubscription.empty()) {
@@ -140,7 +141,8 @@ NodeModels load_nodes(const Config& config, const topology::Fabric& fabric,
     auto it = models.by_source.find(key);
     if (it == models.by_source.end()) {
       auto node = std::make_unique<topology::NodeTopology>(
-          capture.empty() ? topology::discover_live() : topology::load_node_file(capture));
+          capture.empty() ? topology::discover_live()
+                          : topology::load_node_file(capture, config.capture_format));
       it = models.by_source.emplace(key, std::move(node)).first;
     }
     models.per_host.push_back(it->second.get());

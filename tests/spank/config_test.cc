@@ -9,7 +9,9 @@
 #include <fstream>
 #include <string>
 
+#include "inputs.h"
 #include "topoaware/topology/error.h"
+#include "topoaware/topology/input_format.h"
 
 namespace topoaware::spank {
 namespace {
@@ -83,6 +85,38 @@ TEST(SpankConfig, OversubscriptionAndRoutingForFabricsWithoutSpeeds) {
   EXPECT_NE(error_of({"routing=hash"}).find("adaptive"), std::string::npos);
   std::string bad = write_temp("badcap.toml", "oversubscription = [\"x\"]\n");
   EXPECT_NE(error_of({"config=" + bad}).find(bad + ":1"), std::string::npos);
+}
+
+// fabric_format / capture_format: the admin's word for a file whose head does not say what it is.
+// A format that is forced is used as given: a topology.conf read as ibnetdiscover is refused by
+// that reader, naming the file; the wrong kind of format is refused at the key.
+TEST(SpankConfig, FabricAndCaptureFormatsOverrideDetection) {
+  const std::string fixtures = TOPOAWARE_TEST_FIXTURES;
+  const std::string conf = fixtures + "/slurm-topology/psmn-x5-tree-from-ibnetdiscover.topology.conf";
+  Config detected = parse_plugstack({"fabric=" + conf});
+  EXPECT_EQ(detected.fabric_format, topology::InputFormat::kAuto);
+  const topology::Fabric as_detected = load_configured_fabric(detected);
+  EXPECT_GT(as_detected.hosts.size(), 0u);
+
+  Config named = parse_plugstack({"fabric=" + conf, "fabric_format=slurm-topology"});
+  EXPECT_EQ(named.fabric_format, topology::InputFormat::kSlurmTopology);
+  EXPECT_EQ(load_configured_fabric(named).hosts.size(), as_detected.hosts.size());
+
+  Config wrong = parse_plugstack({"fabric=" + conf, "fabric_format=ibnetdiscover"});
+  try {
+    load_configured_fabric(wrong);
+    ADD_FAILURE() << "a topology.conf read as ibnetdiscover loaded";
+  } catch (const topology::Error& e) {
+    EXPECT_NE(std::string(e.what()).find(conf), std::string::npos) << e.what();
+  }
+
+  std::string path = write_temp("fmt.toml", "capture_format = \"nccl-xml\"\n");
+  EXPECT_EQ(parse_plugstack({"config=" + path}).capture_format, topology::InputFormat::kNcclXml);
+  std::string msg = error_of({"fabric_format=hwloc-xml"});
+  EXPECT_NE(msg.find("fabric_format"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("ibnetdiscover"), std::string::npos) << msg;
+  msg = error_of({"config=" + write_temp("fmt2.toml", "\n\ncapture_format = \"toml\"\n")});
+  EXPECT_NE(msg.find(":3"), std::string::npos) << msg;
 }
 
 TEST(SpankConfig, UnknownKeysAndBadValuesNameTheirOrigin) {

@@ -83,9 +83,13 @@ Loaded load_inputs(const MapInputs& in) {
                             : "--fabric FILE (or --config PLUGIN.toml) is required");
   }
   Loaded out;
-  out.fabric = topology::load_fabric(
-      fabric, guid_map,
-      topology::parse_input_format(in.fabric_format, topology::InputKind::kFabric, "--format"));
+  // --format, else the configuration's fabric_format when its fabric is the one read.
+  topology::InputFormat fabric_format =
+      topology::parse_input_format(in.fabric_format, topology::InputKind::kFabric, "--format");
+  if (fabric_format == topology::InputFormat::kAuto && config && in.fabric.empty()) {
+    fabric_format = config->fabric_format;
+  }
+  out.fabric = topology::load_fabric(fabric, guid_map, fabric_format);
   // What the site declares where the fabric gives no capacities, and how its tiers route: the
   // option, else the plugin configuration, as a launch would apply it.
   if (!in.oversubscription.empty()) {
@@ -148,6 +152,9 @@ Loaded load_inputs(const MapInputs& in) {
     std::map<std::string, const topology::NodeTopology*> by_path;
     for (const auto& h : hosts) {
       std::string capture = config ? spank::capture_for(*config, h) : std::string();
+      // The configuration's capture_format holds for its [[node]] captures.
+      const topology::InputFormat format =
+          capture.empty() ? topology::InputFormat::kAuto : config->capture_format;
       std::int64_t i = out.fabric.find_host(h);
       if (capture.empty() && i >= 0) {
         for (const auto& t : out.fabric.node_types) {
@@ -164,7 +171,7 @@ Loaded load_inputs(const MapInputs& in) {
       auto it = by_path.find(capture);
       if (it == by_path.end()) {
         out.node_store.push_back(
-            std::make_unique<topology::NodeTopology>(topology::load_node_file(capture)));
+            std::make_unique<topology::NodeTopology>(topology::load_node_file(capture, format)));
         it = by_path.emplace(capture, out.node_store.back().get()).first;
       }
       out.nodes.push_back(it->second);
