@@ -168,7 +168,8 @@ TEST(NcclXmlWriter, EveryCaptureKeepsOnlyThePathsToGpusNicsAndNvswitches) {
     }
     ++files;
   }
-  EXPECT_GE(files, 40u);
+  // The repo's own captures alone are 23 files; with ../shared/fixtures there are over 40.
+  EXPECT_GE(files, test::shared_fixture("hwloc").empty() ? 20u : 40u);
 }
 
 // The whole-I/O capture: 130 <pci> elements before (115 under one <cpu>), chipset
