@@ -541,6 +541,28 @@ TEST_F(BadInput, WrongRootElementsAndText) {
   EXPECT_EQ(bogus.code(), ErrorCode::kBadInput);
 }
 
+// A file on which hwloc's own import crashes (SIGSEGV inside hwloc_topology_load with its
+// built-in XML parser; found by fuzzing, tests/fuzz/regressions): the crash happens in the
+// vetting child, the caller gets a refusal naming the file and goes on.
+TEST_F(BadInput, FileThatCrashesHwlocsImportIsRefusedAndTheCallerLives) {
+  std::string path =
+      test::fixture("../fuzz/regressions/hwloc_xml/own-parser-segv-inside-hwloc-import");
+  ASSERT_TRUE(fs::exists(path)) << path;
+  const char* before = std::getenv("HWLOC_LIBXML_IMPORT");
+  std::string saved = before ? before : "";
+  ::setenv("HWLOC_LIBXML_IMPORT", "0", 1);  // the parser that crashes on it
+  Error e = refusal(path);
+  if (before) {
+    ::setenv("HWLOC_LIBXML_IMPORT", saved.c_str(), 1);
+  } else {
+    ::unsetenv("HWLOC_LIBXML_IMPORT");
+  }
+  EXPECT_EQ(e.code(), ErrorCode::kBadInput);
+  EXPECT_NE(std::string(e.what()).find("crashed a test import"), std::string::npos) << e.what();
+  // And this process still imports a good capture.
+  EXPECT_FALSE(load_hwloc_xml(hwloc_fixture(kDgx2)).gpus().empty());
+}
+
 // The library never prints: hwloc and libxml2 stay quiet on bad XML unless asked to speak.
 TEST_F(BadInput, RefusalsPrintNothing) {
   if (std::getenv("HWLOC_XML_VERBOSE")) GTEST_SKIP() << "HWLOC_XML_VERBOSE is set";
