@@ -88,6 +88,22 @@ TEST(DiscoverCli, BadInputExitsOneNamingTheFile) {
 
 // A capture saved from a terminal (BOM, prompt and command, CRLF, the next prompt) or gzipped
 // gives the same node; the skipped lines are noted; --format names the format.
+// A file on which hwloc's own import crashes (SIGSEGV inside hwloc_topology_load with its
+// built-in XML parser; found by fuzzing): the crash stays in the vetting child, the command
+// refuses the file by name. Run as a fresh process because hwloc picks its parser once per
+// process. (libxml2, the default, refuses the same file cleanly.)
+TEST(DiscoverCli, AFileThatCrashesHwlocsImportIsRefusedByName) {
+  const std::string file = "../fuzz/regressions/hwloc_xml/own-parser-segv-inside-hwloc-import";
+  CliRun crash = cli("discover -i " + file, "HWLOC_LIBXML_IMPORT=0");
+  EXPECT_EQ(crash.rc, 1) << crash.err;
+  EXPECT_NE(crash.err.find(file + ": "), std::string::npos) << crash.err;
+  EXPECT_NE(crash.err.find("crashed a test import"), std::string::npos) << crash.err;
+  EXPECT_EQ(crash.out, "");
+  CliRun libxml = cli("discover -i " + file);
+  EXPECT_EQ(libxml.rc, 1) << libxml.err;
+  EXPECT_NE(libxml.err.find("hwloc cannot import this XML"), std::string::npos) << libxml.err;
+}
+
 TEST(DiscoverCli, TerminalCapturesAndGzipGiveTheSameNode) {
   std::string text = slurp(std::string(TOPOAWARE_TEST_FIXTURES) + "/" + kNdv4);
   std::string crlf;

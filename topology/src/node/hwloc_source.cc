@@ -611,6 +611,8 @@ bool is_hwloc_bitmap(std::string_view v) {
 // the file gave one (a NULL bitmap: SEGV in hwloc_bitmap_compare_first while the topology is
 // loaded; found by fuzzing, tests/fuzz/regressions/hwloc_xml). Every export writes them in pairs,
 // so a set without its complete set is an edited or damaged file: refused before hwloc sees it.
+constexpr unsigned long kMaxOsIndex = 1ul << 20;
+
 void check_object_sets(std::string_view xml, const std::string& name) {
   long line = 1;
   std::size_t counted = 0;
@@ -628,6 +630,26 @@ void check_object_sets(std::string_view xml, const std::string& name) {
         throw Error(ErrorCode::kBadInput, where(name, line),
                     "<object> " + std::string(set) + "=\"" + std::string(value->substr(0, 64)) +
                         "\" is not an hwloc bitmap (0x-prefixed 32-bit words, comma-separated)");
+      }
+    }
+    // A PU or NUMA node is a bit in hwloc's sets at its os_index: without one hwloc uses
+    // UINT_MAX and grows every bitmap it touches to 512 MiB (seconds and a GiB per import; found
+    // by fuzzing). Linux numbers CPUs and NUMA nodes far below kMaxOsIndex.
+    std::optional<std::string_view> type = attribute_value(tag, "type");
+    if (type && (*type == "PU" || *type == "NUMANode")) {
+      std::optional<std::string_view> index = attribute_value(tag, "os_index");
+      unsigned long value = 0;
+      bool ok = index && !index->empty() && index->size() <= 9 &&
+                std::all_of(index->begin(), index->end(),
+                            [](char c) { return c >= '0' && c <= '9'; });
+      if (ok) value = std::stoul(std::string(*index));
+      if (!ok || value > kMaxOsIndex) {
+        throw Error(ErrorCode::kBadInput, where(name, line),
+                    "<object type=\"" + std::string(*type) + "\"> " +
+                        (index ? "has os_index=\"" + std::string(index->substr(0, 32)) +
+                                     "\", not a CPU or NUMA node number"
+                               : std::string("has no os_index")) +
+                        ": not an hwloc export as lstopo writes it (edited or damaged)");
       }
     }
     for (auto [set, complete] :
