@@ -3,6 +3,7 @@
 #include <fnmatch.h>
 #include <toml++/toml.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 
@@ -238,6 +239,22 @@ std::string capture_for(const Config& config, const std::string& host) {
     if (fnmatch(node.hosts.c_str(), host.c_str(), 0) == 0) return node.capture;
   }
   return {};
+}
+
+std::string capture_for(const Config& config, const topology::Fabric& fabric,
+                        const std::string& host) {
+  std::string capture = capture_for(config, host);
+  std::int64_t index = fabric.find_host(host);
+  if (!capture.empty() || index < 0) return capture;
+  const std::string& type = fabric.hosts[static_cast<std::size_t>(index)].node_type;
+  for (const auto& t : fabric.node_types) {
+    // capture_path: resolved against the fabric file's folder (capture is as written, and srun
+    // and slurmstepd run elsewhere).
+    if (t.name == type && !t.capture.empty()) {
+      capture = t.capture_path.empty() ? t.capture : t.capture_path;
+    }
+  }
+  return capture;
 }
 
 const char* to_string(Policy policy) {

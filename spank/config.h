@@ -73,6 +73,12 @@ void apply_setting(Config& config, const std::string& key, const std::string& va
 // The node capture for `host`, or empty when the host has no entry.
 std::string capture_for(const Config& config, const std::string& host);
 
+// The capture a launch reads for `host`: its [[node]] entry, else its fabric node type's capture
+// (resolved against the fabric file's folder); empty when neither gives one. srun, slurmstepd and
+// `topo-aware map` all find a host's capture here, so they plan from the same files.
+std::string capture_for(const Config& config, const topology::Fabric& fabric,
+                        const std::string& host);
+
 const char* to_string(Policy policy);
 const char* to_string(GpuBinding binding);
 

@@ -123,20 +123,7 @@ NodeModels load_nodes(const Config& config, const topology::Fabric& fabric,
                       const std::vector<std::string>& hosts) {
   NodeModels models;
   for (const auto& host : hosts) {
-    std::string capture = topoaware::spank::capture_for(config, host);
-    if (capture.empty()) {
-      std::int64_t index = fabric.find_host(host);
-      if (index >= 0) {
-        const std::string& type = fabric.hosts[static_cast<size_t>(index)].node_type;
-        for (const auto& t : fabric.node_types) {
-          // capture_path: resolved against the fabric file's directory, as the description says
-          // (capture is as written, and srun and slurmstepd run elsewhere).
-          if (t.name == type && !t.capture.empty()) {
-            capture = t.capture_path.empty() ? t.capture : t.capture_path;
-          }
-        }
-      }
-    }
+    const std::string capture = topoaware::spank::capture_for(config, fabric, host);
     const std::string key = capture.empty() ? std::string("live:") : capture;
     auto it = models.by_source.find(key);
     if (it == models.by_source.end()) {

@@ -11,6 +11,7 @@
 
 #include "inputs.h"
 #include "topoaware/topology/error.h"
+#include "topoaware/topology/fabric_io.h"
 #include "topoaware/topology/input_format.h"
 
 namespace topoaware::spank {
@@ -117,6 +118,23 @@ TEST(SpankConfig, FabricAndCaptureFormatsOverrideDetection) {
   EXPECT_NE(msg.find("ibnetdiscover"), std::string::npos) << msg;
   msg = error_of({"config=" + write_temp("fmt2.toml", "\n\ncapture_format = \"toml\"\n")});
   EXPECT_NE(msg.find(":3"), std::string::npos) << msg;
+}
+
+// One answer to "which capture for this host" for srun, slurmstepd and `map`: the [[node]]
+// entry first, else the fabric node type's capture resolved against the fabric's folder.
+TEST(SpankConfig, CaptureForAHostIsTheNodeEntryElseItsNodeType) {
+  const std::string lab = std::string(TOPOAWARE_SOURCE_DIR) + "/etc/lab-cluster.toml";
+  const topology::Fabric fabric = topology::load_fabric(lab, "");
+  const Config none;
+  const std::string by_type = capture_for(none, fabric, "node1");
+  EXPECT_TRUE(std::filesystem::exists(by_type)) << by_type;
+  EXPECT_NE(by_type.find("dgx-h100-topo.xml"), std::string::npos) << by_type;
+  EXPECT_EQ(capture_for(none, fabric, "not-in-the-fabric"), "");
+  std::string path =
+      write_temp("nodes.toml", "[[node]]\nhosts = \"node[1-2]\"\ncapture = \"/x.xml\"\n");
+  const Config with_node = parse_plugstack({"config=" + path});
+  EXPECT_EQ(capture_for(with_node, fabric, "node2"), "/x.xml");
+  EXPECT_EQ(capture_for(with_node, fabric, "node3"), by_type);
 }
 
 TEST(SpankConfig, UnknownKeysAndBadValuesNameTheirOrigin) {

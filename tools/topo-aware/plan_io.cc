@@ -150,19 +150,11 @@ Loaded load_inputs(const MapInputs& in) {
     // Per host, as the plugin finds it: the configuration's [[node]] capture, else the fabric's
     // node type capture. Each file is loaded once.
     std::map<std::string, const topology::NodeTopology*> by_path;
+    const spank::Config no_config;
+    const spank::Config& launch = config ? *config : no_config;
     for (const auto& h : hosts) {
-      std::string capture = config ? spank::capture_for(*config, h) : std::string();
-      // The configuration's capture_format holds for its [[node]] captures.
-      const topology::InputFormat format =
-          capture.empty() ? topology::InputFormat::kAuto : config->capture_format;
-      std::int64_t i = out.fabric.find_host(h);
-      if (capture.empty() && i >= 0) {
-        for (const auto& t : out.fabric.node_types) {
-          if (t.name == out.fabric.hosts[static_cast<std::size_t>(i)].node_type) {
-            capture = t.capture_path;
-          }
-        }
-      }
+      const std::string capture = spank::capture_for(launch, out.fabric, h);
+      const topology::InputFormat format = launch.capture_format;
       if (capture.empty()) {
         throw UsageError("host " + h + " has no node type with a capture in " + fabric +
                          (config ? " nor a [[node]] capture in " + in.config : std::string()) +
