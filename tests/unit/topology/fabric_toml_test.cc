@@ -192,6 +192,10 @@ TEST(FabricToml, MistakesAreRefusedAtTheirLine) {
        ":6", "two [[unit]]"},
       {"[[unit]]\nhosts = \"n[1-2]\"\n[hosts]\nexcluded = \"n3\"\n", ":4", "in no [[unit]]"},
       {"[[unit]]\nhosts = \"n[1-999999999]\"\n", ":2", "more than the limit"},
+      // Two units, each under the limit, together over it: the fabric is refused as a whole.
+      {"[defaults]\nlink=\"4xHDR\"\n[[unit]]\nhosts=\"a[1-70000]\"\nleaves=\"l1\"\n[[unit]]\n"
+       "hosts=\"b[1-70000]\"\nleaves=\"l2\"\n",
+       "bad.toml", "names more than 131072 hosts"},
       {"[[unit]]\nhosts = \"n1\"\nnode_type = \"dgx\"\n", ":3", "not defined"},
       {"name = \"x\"\n[[unit]\n", ":2", "TOML"},
       {"[defaults]\nlink=\"4xHDR\"\n[[unit]]\nhosts=\"n[1-1000]\"\nleaves=\"a[1-1000]\"\n"

@@ -18,6 +18,11 @@ namespace topoaware::topology::detail {
 // is ~50 MB).
 inline constexpr std::uintmax_t kMaxFabricFileBytes = 512ull << 20;
 
+// Hosts one fabric file may name: 131,072 (a million GPUs at 8 per host, several times the
+// largest cluster built). Building a fabric costs ~12 us and ~1.6 KiB per host, so this also bounds
+// what a 30-byte hostlist can make slurmstepd spend (~1.5 s, ~210 MiB) on every step.
+inline constexpr std::size_t kMaxFabricHosts = 1u << 17;
+
 // Reads a whole file; strips a UTF-8 BOM. Throws Error(kNotFound/kSystem/kLimit).
 std::string read_fabric_file(const std::string& path);
 

@@ -95,6 +95,12 @@ VertexId FabricBuilder::add_switch(const std::string& name, const std::string& g
 std::uint32_t FabricBuilder::host(const std::string& name) {
   auto it = fabric_.host_index.find(name);
   if (it != fabric_.host_index.end()) return it->second;
+  // Readers that know the line refuse first; this holds for every reader and every sum of lists.
+  if (fabric_.hosts.size() >= kMaxFabricHosts) {
+    throw Error(
+        ErrorCode::kLimit, fabric_.source,
+        "names more than " + std::to_string(kMaxFabricHosts) + " hosts, the limit for one fabric");
+  }
   Vertex v;
   v.kind = VertexKind::kHost;
   v.name = name;

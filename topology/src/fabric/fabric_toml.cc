@@ -27,7 +27,6 @@
 namespace topoaware::topology::detail {
 namespace {
 
-constexpr std::size_t kMaxTomlHosts = 1u << 20;
 constexpr std::size_t kMaxTomlCables = 1u << 22;
 
 class Reader {
@@ -105,7 +104,7 @@ class Reader {
     }
     auto v = n->value<std::string>();
     if (!v) fail(*n, std::string("\"") + key + "\" must be a hostlist string");
-    return expand_hostlist(*v, at(*n), kMaxTomlHosts);
+    return expand_hostlist(*v, at(*n), kMaxFabricHosts);
   }
 
   const toml::table& table_of(const toml::node& n, const std::string& what) const {
@@ -327,7 +326,7 @@ Fabric parse_fabric_toml(const std::string& path, std::string_view text) {
                         " must be above 0 and at most 1 (a host with nothing left belongs in "
                         "[hosts] excluded)");
         }
-        for (const std::string& h : expand_hostlist(name.str(), r.at(v), kMaxTomlHosts)) {
+        for (const std::string& h : expand_hostlist(name.str(), r.at(v), kMaxFabricHosts)) {
           f.hosts[host_idx(v, h)].degraded = *frac;
         }
       }

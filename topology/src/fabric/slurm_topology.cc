@@ -28,7 +28,6 @@ namespace topoaware::topology::detail {
 namespace {
 
 constexpr double kDefaultLinkGbit = 100.0;  // 4xEDR; said in Fabric::notes when used
-constexpr std::size_t kMaxConfHosts = 1u << 20;
 
 std::string lower(std::string_view s) {
   std::string out;
@@ -114,9 +113,9 @@ Fabric parse_slurm_topology(const std::string& path, std::string_view text) {
   std::size_t total_nodes = 0;
   auto count_guard = [&](std::size_t add, long at) {
     total_nodes += add;
-    if (total_nodes > kMaxConfHosts) {
+    if (total_nodes > kMaxFabricHosts) {
       throw Error(ErrorCode::kLimit, where(path, at),
-                  "more than " + std::to_string(kMaxConfHosts) + " node entries in the file");
+                  "more than " + std::to_string(kMaxFabricHosts) + " node entries in the file");
     }
   };
   long block_sizes_line = 0;
@@ -157,11 +156,11 @@ Fabric parse_slurm_topology(const std::string& path, std::string_view text) {
                         std::to_string(switches[it->second].line) + ")");
       }
       if (auto sw = e.kv.find("switches"); sw != e.kv.end()) {
-        s.children = expand_hostlist(sw->second, ctx, kMaxConfHosts);
+        s.children = expand_hostlist(sw->second, ctx, kMaxFabricHosts);
         count_guard(s.children.size(), e.line);
       }
       if (auto nd = e.kv.find("nodes"); nd != e.kv.end()) {
-        s.nodes = expand_hostlist(nd->second, ctx, kMaxConfHosts);
+        s.nodes = expand_hostlist(nd->second, ctx, kMaxFabricHosts);
         count_guard(s.nodes.size(), e.line);
       }
       if (auto ls = e.kv.find("linkspeed"); ls != e.kv.end()) {
@@ -184,7 +183,7 @@ Fabric parse_slurm_topology(const std::string& path, std::string_view text) {
       if (nd == e.kv.end() || nd->second.empty()) {
         throw Error(ErrorCode::kBadInput, ctx, "block " + bl.name + " has no Nodes=");
       }
-      bl.nodes = expand_hostlist(nd->second, ctx, kMaxConfHosts);
+      bl.nodes = expand_hostlist(nd->second, ctx, kMaxFabricHosts);
       count_guard(bl.nodes.size(), e.line);
       for (const BlockLine& other : blocks) {
         if (other.name == bl.name) {
