@@ -19,6 +19,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -37,6 +38,18 @@ constexpr std::size_t kMaxXmlBytes = std::size_t{256} << 20;
 
 using PciAttr = hwloc_obj_attr_u::hwloc_pcidev_attr_s;
 using BridgeAttr = hwloc_obj_attr_u::hwloc_bridge_attr_s;
+
+// An hwloc enum field as the integer it holds. hwloc's XML import stores whatever number the file
+// gave (bridge_type="2-1", osdev_type=9), and reading such a value as the enum is undefined
+// behaviour (found by fuzzing: UBSan on a bridge type of 2); compared as an integer, an unknown
+// value is simply none of the known ones.
+template <typename E>
+std::underlying_type_t<E> enum_value(const E& e) {
+  std::underlying_type_t<E> v;
+  static_assert(sizeof v == sizeof e);
+  std::memcpy(&v, &e, sizeof v);
+  return v;
+}
 
 struct TopologyDeleter {
   void operator()(hwloc_topology* t) const { hwloc_topology_destroy(t); }
@@ -302,7 +315,7 @@ class Converter {
       const BridgeAttr& b = obj->attr->bridge;
       VertexId below = parent;
       unsigned depth = bridge_depth;
-      if (b.upstream_type == HWLOC_OBJ_BRIDGE_PCI) {
+      if (enum_value(b.upstream_type) == HWLOC_OBJ_BRIDGE_PCI) {
         depth = bridge_depth + 1;
         if (depth % 2 == 0) below = add_switch(b.upstream.pci, parent);
       }
@@ -360,7 +373,7 @@ class Converter {
     hwloc_obj_t opencl = nullptr;
     std::vector<hwloc_obj_t> fabrics, netdevs;
     for (hwloc_obj_t d : osdevs) {
-      hwloc_obj_osdev_type_t t = d->attr->osdev.type;
+      auto t = enum_value(d->attr->osdev.type);
       if (t == HWLOC_OBJ_OSDEV_OPENFABRICS) fabrics.push_back(d);
       if (t == HWLOC_OBJ_OSDEV_NETWORK) netdevs.push_back(d);
       if (!opencl && std::strncmp(d->name, "opencl", 6) == 0) opencl = d;
