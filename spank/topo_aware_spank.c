@@ -72,6 +72,11 @@ static struct spank_option ta_option = {
 /* How the user gave the SPEC, for messages: "--topo-aware" or "TOPO_AWARE". */
 static const char *spec_origin = "--topo-aware";
 
+/* 1 when srun/sbatch/salloc was given a SPEC that is not valid; init_post_opt then fails. The
+ * option callback itself does not fail: Slurm would answer "Invalid --topo-aware argument: " with
+ * the whole SPEC after our message, 30 KB of it for a layout pasted by mistake. */
+static int option_invalid = 0;
+
 static int option_cb(int val, const char *optarg, int is_remote) {
   char err[TA_ERRLEN] = "";
   const char *env = getenv("TOPO_AWARE");
@@ -83,8 +88,10 @@ static int option_cb(int val, const char *optarg, int is_remote) {
                                                                            : "--topo-aware";
   if (ta_set_spec(optarg, err, sizeof err) != 0) {
     slurm_error("topo-aware: invalid --topo-aware=%s: %s", spec_for_message(optarg), err);
-    return -1;
+    option_invalid = 1;
+    return 0;
   }
+  option_invalid = 0;  /* a later valid --topo-aware wins, as Slurm's options do */
   return 0;
 }
 
@@ -158,6 +165,7 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av) {
        * otherwise take it as an option given there). */
       if (option_env_set) unsetenv(TA_OPTION_ENV);
       option_env_set = 0;
+      if (option_invalid) return -1;  /* said in option_cb */
       return env_fallback_local();
     case S_CTX_REMOTE: {
       /* Still root here: the shared base of the per-job directories, if missing -- only for a

@@ -339,6 +339,13 @@ lab_srun badspec -N4 -n32 --topo-aware=tp=x bash -c "touch $marker"
 check "bad SPEC: srun exits non-zero" test $? -ne 0
 check "bad SPEC: the reason is shown" grep -q "invalid --topo-aware=tp=x" "$OUT/badspec.err"
 check "bad SPEC: nothing ran" test ! -e "$marker"
+# A 30 KB SPEC pasted by mistake: refused, its head and length quoted once, not echoed whole.
+long_spec="tp=8,$(head -c 30000 /dev/zero | tr '\0' x)"
+lab_srun longspec -N4 -n32 --topo-aware="$long_spec" bash -c "touch $marker"
+check "30 KB SPEC: srun exits non-zero" test $? -ne 0
+check "30 KB SPEC: the message gives its length" grep -q '(30005 characters)' "$OUT/longspec.err"
+check "30 KB SPEC: srun's stderr stays under 4 KB" test "$(wc -c <"$OUT/longspec.err")" -lt 4096
+check "30 KB SPEC: nothing ran" test ! -e "$marker"
 lab_srun badworld -N4 -n32 --topo-aware=tp=3 bash -c "touch $marker"
 check "SPEC not dividing 32 tasks: srun exits non-zero" test $? -ne 0
 check "SPEC not dividing 32 tasks: nothing ran" test ! -e "$marker"
