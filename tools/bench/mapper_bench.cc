@@ -375,12 +375,159 @@ FatTreeSpec three_tier(int hosts, int per_leaf, int leaves_per_pod, double overs
   return s;
 }
 
+// --- exact: every host order of small whole-host fragments ------------------------------
+// The share of the room on the suite is measured against the lower bound, which is loose in
+// places (NVLink domains, ECMP, where two dims cannot both stay inside a leaf), so a low share
+// may be the bound's and not the search's. On jobs of `hosts` whole hosts every order of the
+// hosts can be scored (8! = 40,320 evaluations): the best order of Slurm's per-host rank sets and
+// of topo's is the optimum among plans that keep one of them (not the optimum over every
+// assignment, which the bound stands in for). Reported per class:
+// the share of the room (block - best order) that topo takes, topo / best order, and how far the
+// bound sits below the best order.
+void run_exact(const std::vector<Family>& families, int hosts, const std::string& only,
+               long long moves) {
+  std::printf(
+      "exact (whole-host fragments of %d hosts, every host order scored; best = the best order "
+      "of Slurm's or topo's per-host rank sets):\n  %-15s %-28s %-28s %9s %9s %9s %9s %7s %7s %7s\n",
+      hosts, "class", "instance", "layout", "block", "topo", "best", "bound", "t/best", "share",
+      "LB/best");
+  struct ExactRow {
+    std::string cls;
+    double block, topo, best, lb;
+  };
+  std::vector<ExactRow> rows;
+  std::set<std::string> seen;
+  std::uint64_t seed = 1;
+  for (const Family& f : families) {
+    const int gph = f.spec.gpus_per_host;
+    topology::NodeTopology node =
+        make_node(gph, f.spec.ports_per_host, f.spec.nvlink_gbps, f.spec.port_gbps);
+    node.source = "capture";
+    const int gpus = hosts * gph;
+    // The suite's layouts at this size (dp fills the rest).
+    std::vector<std::string> lays = {"tp=8,pp=2,dp=auto", "tp=8,pp=4,dp=auto",
+                                     "tp=2,ep=8,pp=2,dp=auto", "tp=8,cp=2,dp=auto",
+                                     "tp=4,cp=2,ep=2,pp=2,dp=auto"};
+    const int unit = f.spec.hosts_per_leaf * std::max(1, f.spec.leaves_per_pod);
+    for (double busy : {0.5, 0.7, 0.9}) {
+      FatTreeSpec spec = f.spec;
+      int size = static_cast<int>(std::ceil(1.25 * hosts / (1 - busy)));
+      spec.hosts = std::max(spec.hosts, (size + unit - 1) / unit * unit);
+      const topology::Fabric fabric = make_fat_tree(spec);
+      Allocation a;
+      try {
+        a = fragmented_hosts(fabric, gph, busy, hosts, seed++);
+      } catch (const std::exception&) {
+        continue;
+      }
+      for (const std::string& lay : lays) {
+        std::string name = f.name + "/hostfrag" + std::to_string(static_cast<int>(busy * 100));
+        if (!only.empty() && (name + " " + lay).find(only) == std::string::npos) continue;
+        std::string key = f.name + " " + lay;
+        for (const std::string& h : a.hosts) key += " " + h;
+        if (!seen.insert(key).second) continue;
+        Request r;
+        r.hosts = a.hosts;
+        r.tasks_per_host = a.tasks_per_host;
+        if (moves >= 0) r.refine_moves = moves;
+        try {
+          r.layout = parse_layout(lay);
+          long long fixed = 1;  // the dims other than dp: they must divide the job
+          for (const char* d : {"tp=", "cp=", "ep=", "pp="}) {
+            const std::size_t at = lay.find(d);
+            if (at != std::string::npos) fixed *= std::atoll(lay.c_str() + at + 3);
+          }
+          if (gpus % fixed != 0) continue;  // not a layout of this job size
+          std::vector<const topology::NodeTopology*> nodes(r.hosts.size(), &node);
+          Instance in = make_instance(fabric, nodes, r);
+          if (static_cast<int>(in.block_slot.size()) != gpus) continue;
+          const RankPlan p = plan(fabric, nodes, r);
+          const double block = evaluate_seconds(in.machine, in.traffic, in.block_slot);
+          // Slots of each Machine host, in order (whole hosts: gph each).
+          const std::size_t nh = in.machine.hosts.size();
+          std::vector<std::uint32_t> first(nh, 0);
+          for (std::size_t sl = in.machine.slots.size(); sl-- > 0;) {
+            first[in.machine.slots[sl].host] = static_cast<std::uint32_t>(sl);
+          }
+          // The best host order of an assignment's per-host rank sets (each rank keeps its GPU
+          // index on its host).
+          auto best_order = [&](const std::vector<std::uint32_t>& base) {
+            std::vector<std::uint32_t> perm(nh);
+            std::iota(perm.begin(), perm.end(), 0u);
+            std::vector<std::uint32_t> slot(base.size());
+            double best = evaluate_seconds(in.machine, in.traffic, base);
+            do {
+              for (std::size_t k = 0; k < slot.size(); ++k) {
+                const std::uint32_t h = in.machine.slots[base[k]].host;
+                slot[k] = first[perm[h]] + (base[k] - first[h]);
+              }
+              best = std::min(best, evaluate_seconds(in.machine, in.traffic, slot));
+            } while (std::next_permutation(perm.begin(), perm.end()));
+            return best;
+          };
+          // topo's assignment as slots by rank.
+          std::map<std::pair<std::string, int>, std::uint32_t> slot_at;
+          for (std::size_t sl = 0; sl < in.machine.slots.size(); ++sl) {
+            const Slot& x = in.machine.slots[sl];
+            slot_at[{in.machine.hosts[x.host], x.gpu}] = static_cast<std::uint32_t>(sl);
+          }
+          std::vector<std::uint32_t> topo_slot(p.tasks.size());
+          for (const TaskPlan& t : p.tasks) {
+            topo_slot[static_cast<std::size_t>(t.rank)] = slot_at.at({r.hosts[t.host], t.gpu});
+          }
+          const double topo = evaluate_seconds(in.machine, in.traffic, topo_slot);
+          const double best = std::min(best_order(in.block_slot), best_order(topo_slot));
+          const double lb = lower_bound(in.machine, in.traffic);
+          rows.push_back({f.cls, block, topo, best, lb});
+          const bool room = block > 1.01 * best;
+          char sh[16] = "-";
+          if (room) std::snprintf(sh, sizeof sh, "%.1f%%", 100 * (block - topo) / (block - best));
+          std::printf("  %-15s %-28s %-28s %9.4f %9.4f %9.4f %9.4f %7.3f %7s %7.3f\n",
+                      f.cls.c_str(), name.c_str(), lay.c_str(), block, topo, best, lb, topo / best,
+                      sh, lb / best);
+          std::fflush(stdout);
+        } catch (const std::exception& e) {
+          std::printf("  %-15s %-28s %-28s skipped: %s\n", f.cls.c_str(), name.c_str(),
+                      lay.c_str(), e.what());
+        }
+      }
+    }
+  }
+  std::printf(
+      "\nper class: instances, those with room (block > 1.01 x best order), the median share of "
+      "that room topo takes, median topo/best, median bound/best, and how many of them topo "
+      "matches or beats the best order on:\n  %-15s %4s %6s %8s %8s %8s %10s\n",
+      "class", "n", "room", "share", "t/best", "LB/best", "t<=best");
+  std::vector<std::string> classes;
+  for (const Family& f : families) {
+    if (std::find(classes.begin(), classes.end(), f.cls) == classes.end()) classes.push_back(f.cls);
+  }
+  for (const std::string& c : classes) {
+    std::vector<double> share, t_best, lb_best;
+    int n = 0, at_best = 0;
+    for (const ExactRow& r : rows) {
+      if (r.cls != c) continue;
+      ++n;
+      t_best.push_back(r.topo / r.best);
+      lb_best.push_back(r.lb / r.best);
+      if (r.topo <= r.best * (1 + 1e-9)) ++at_best;
+      if (r.block > 1.01 * r.best) share.push_back((r.block - r.topo) / (r.block - r.best));
+    }
+    if (n == 0) continue;
+    char sh[16] = "-";
+    if (!share.empty()) std::snprintf(sh, sizeof sh, "%.1f%%", 100 * median(share));
+    std::printf("  %-15s %4d %6zu %8s %8.4f %8.4f %6d of %d\n", c.c_str(), n, share.size(), sh,
+                median(t_best), median(lb_best), at_best, n);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   bool quick = false, scotch = true, scale = true, suite = true, detail = false;
   std::string only;
   long long moves = -1;  // refinement budget; -1: the library's default
+  int exact_hosts = 0;   // > 0: only the exact section, on fragments of this many hosts
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--only") && i + 1 < argc)
       only = argv[++i];
@@ -390,6 +537,8 @@ int main(int argc, char** argv) {
       moves = std::atoll(argv[++i]);
     else if (!std::strcmp(argv[i], "--quick"))
       quick = true;
+    else if (!std::strcmp(argv[i], "--exact") && i + 1 < argc)
+      exact_hosts = std::atoi(argv[++i]), scale = false;
     else if (!std::strcmp(argv[i], "--no-scotch"))
       scotch = false;
     else if (!std::strcmp(argv[i], "--no-scale"))
@@ -418,10 +567,12 @@ int main(int argc, char** argv) {
       std::fprintf(
           stderr,
           "usage: mapper_bench [--quick] [--no-scotch] [--no-scale | --scale-only] "
-          "[--only TEXT] [--detail] [--moves N] [--write-scale-conf PATH]\n"
+          "[--only TEXT] [--detail] [--moves N] [--write-scale-conf PATH] [--exact HOSTS]\n"
           "  --only TEXT  run only instances whose \"name layout\" contains TEXT\n"
           "  --moves N    refinement budget in moves per plan (default: the mapper's, 100)\n"
-          "  --detail     per-dim cost of block and topo, with the bottleneck\n");
+          "  --detail     per-dim cost of block and topo, with the bottleneck\n"
+          "  --exact N    only: whole-host fragments of N hosts (at most 9), every host order\n"
+          "               scored, topo against the best order and the bound\n");
       return 2;
     }
   }
@@ -518,6 +669,14 @@ int main(int argc, char** argv) {
     families = q;
   }
   if (!suite) families.clear();
+  if (exact_hosts > 0) {
+    if (exact_hosts < 2 || exact_hosts > 9) {
+      std::fprintf(stderr, "mapper_bench: --exact takes 2 to 9 hosts (9! orders a job)\n");
+      return 2;
+    }
+    run_exact(families, exact_hosts, only, moves);
+    return 0;
+  }
 
   const std::vector<std::pair<std::string, int>> layouts = {{"tp=8,pp=4,dp=auto", 256},
                                                             {"tp=8,pp=2,dp=auto", 128},
