@@ -804,50 +804,45 @@ class Mapper {
     std::vector<std::uint32_t> rank_on(in_.machine.slots.size(), 0);
     for (std::uint32_t k = 0; k < a.size(); ++k) rank_on[a[k]] = k;
     std::vector<std::pair<std::uint32_t, std::uint32_t>> pairs;
-    auto try_hosts = [&](std::size_t x, std::size_t y) {
+    // The rank pairs that exchange everything hosts x and y hold, GPU k for GPU k.
+    auto host_pairs = [&](std::size_t x, std::size_t y) {
       const auto& sx = slots_of_host_[x];
       const auto& sy = slots_of_host_[y];
-      if (sx.size() != sy.size()) return false;
       pairs.clear();
       for (std::size_t i = 0; i < sx.size(); ++i)
         pairs.emplace_back(rank_on[sx[i]], rank_on[sy[i]]);
-      if (!r.attempt(pairs)) return false;
+    };
+    auto moved = [&]() {
       for (const auto& [p, q] : pairs) {
         rank_on[a[p]] = p;
         rank_on[a[q]] = q;
       }
+    };
+    // Exchanges made (kept or forced) since the log was cleared, so that a kick can be taken back.
+    std::vector<std::pair<std::size_t, std::size_t>> log;
+    auto try_hosts = [&](std::size_t x, std::size_t y) {
+      if (slots_of_host_[x].size() != slots_of_host_[y].size()) return false;
+      host_pairs(x, y);
+      if (!r.attempt(pairs)) return false;
+      moved();
+      log.emplace_back(x, y);
       return true;
     };
-    // An exchange made unconditionally, logged so that a kick can be taken back.
-    std::vector<std::pair<std::size_t, std::size_t>> log;
     auto force = [&](std::size_t x, std::size_t y) {
-      const auto& sx = slots_of_host_[x];
-      const auto& sy = slots_of_host_[y];
-      pairs.clear();
-      for (std::size_t i = 0; i < sx.size(); ++i)
-        pairs.emplace_back(rank_on[sx[i]], rank_on[sy[i]]);
+      host_pairs(x, y);
       r.inc.exchange(pairs);
-      for (const auto& [p, q] : pairs) {
-        rank_on[a[p]] = p;
-        rank_on[a[q]] = q;
-      }
+      moved();
       log.emplace_back(x, y);
     };
-    // Pair sweeps until none gains; returns whether any did. Kept exchanges go to the log.
+    // Sweeps over every pair until one gains nothing.
     auto descend = [&]() {
-      bool any = false, improved = true;
+      bool improved = true;
       while (improved && !r.spent()) {
         improved = false;
         for (std::size_t x = 0; x < nh && !r.spent(); ++x) {
-          for (std::size_t y = x + 1; y < nh && !r.spent(); ++y) {
-            if (try_hosts(x, y)) {
-              log.emplace_back(x, y);
-              improved = any = true;
-            }
-          }
+          for (std::size_t y = x + 1; y < nh && !r.spent(); ++y) improved |= try_hosts(x, y);
         }
       }
-      return any;
     };
     if (nh <= 64) {
       descend();

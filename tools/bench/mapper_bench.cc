@@ -228,19 +228,25 @@ void print_detail(const char* label, const CostReport& c) {
   }
 }
 
-// The plan made from `conf` (the same wiring as a topology.conf without speeds) re-scored on the
-// true instance: each rank keeps the host and GPU that plan gave it.
-double rescore(const Instance& truth, const RankPlan& p) {
+// A plan's ranks as slots of an instance of the same hosts: each rank keeps the host and GPU
+// the plan gave it.
+std::vector<std::uint32_t> plan_slots(const Instance& in, const RankPlan& p) {
   std::map<std::pair<std::string, int>, std::uint32_t> slot_of;
-  for (std::uint32_t s = 0; s < truth.machine.slots.size(); ++s) {
-    const Slot& sl = truth.machine.slots[s];
-    slot_of[{truth.machine.hosts[sl.host], sl.gpu}] = s;
+  for (std::uint32_t s = 0; s < in.machine.slots.size(); ++s) {
+    const Slot& sl = in.machine.slots[s];
+    slot_of[{in.machine.hosts[sl.host], sl.gpu}] = s;
   }
   std::vector<std::uint32_t> a(p.tasks.size());
   for (const auto& t : p.tasks) {
     a[static_cast<std::size_t>(t.rank)] = slot_of.at({p.hosts[t.host], t.gpu});
   }
-  return evaluate_seconds(truth.machine, truth.traffic, a);
+  return a;
+}
+
+// The plan made from `conf` (the same wiring as a topology.conf without speeds) re-scored on the
+// true instance.
+double rescore(const Instance& truth, const RankPlan& p) {
+  return evaluate_seconds(truth.machine, truth.traffic, plan_slots(truth, p));
 }
 
 Row run(const std::string& name, const Family& fam, const topology::Fabric& fabric,
@@ -388,7 +394,8 @@ void run_exact(const std::vector<Family>& families, int hosts, const std::string
                long long moves) {
   std::printf(
       "exact (whole-host fragments of %d hosts, every host order scored; best = the best order "
-      "of Slurm's or topo's per-host rank sets):\n  %-15s %-28s %-28s %9s %9s %9s %9s %7s %7s %7s\n",
+      "of Slurm's or topo's per-host rank sets):\n  %-15s %-28s %-28s %9s %9s %9s %9s %7s %7s "
+      "%7s\n",
       hosts, "class", "instance", "layout", "block", "topo", "best", "bound", "t/best", "share",
       "LB/best");
   struct ExactRow {
@@ -432,11 +439,8 @@ void run_exact(const std::vector<Family>& families, int hosts, const std::string
         if (moves >= 0) r.refine_moves = moves;
         try {
           r.layout = parse_layout(lay);
-          long long fixed = 1;  // the dims other than dp: they must divide the job
-          for (const char* d : {"tp=", "cp=", "ep=", "pp="}) {
-            const std::size_t at = lay.find(d);
-            if (at != std::string::npos) fixed *= std::atoll(lay.c_str() + at + 3);
-          }
+          long long fixed = 1;  // the dims other than dp (auto, size 0 here) must divide the job
+          for (const Dim& d : r.layout.dims) fixed *= std::max<long long>(1, d.size);
           if (gpus % fixed != 0) continue;  // not a layout of this job size
           std::vector<const topology::NodeTopology*> nodes(r.hosts.size(), &node);
           Instance in = make_instance(fabric, nodes, r);
@@ -465,16 +469,7 @@ void run_exact(const std::vector<Family>& families, int hosts, const std::string
             } while (std::next_permutation(perm.begin(), perm.end()));
             return best;
           };
-          // topo's assignment as slots by rank.
-          std::map<std::pair<std::string, int>, std::uint32_t> slot_at;
-          for (std::size_t sl = 0; sl < in.machine.slots.size(); ++sl) {
-            const Slot& x = in.machine.slots[sl];
-            slot_at[{in.machine.hosts[x.host], x.gpu}] = static_cast<std::uint32_t>(sl);
-          }
-          std::vector<std::uint32_t> topo_slot(p.tasks.size());
-          for (const TaskPlan& t : p.tasks) {
-            topo_slot[static_cast<std::size_t>(t.rank)] = slot_at.at({r.hosts[t.host], t.gpu});
-          }
+          const std::vector<std::uint32_t> topo_slot = plan_slots(in, p);
           const double topo = evaluate_seconds(in.machine, in.traffic, topo_slot);
           const double best = std::min(best_order(in.block_slot), best_order(topo_slot));
           const double lb = lower_bound(in.machine, in.traffic);
@@ -487,8 +482,8 @@ void run_exact(const std::vector<Family>& families, int hosts, const std::string
                       sh, lb / best);
           std::fflush(stdout);
         } catch (const std::exception& e) {
-          std::printf("  %-15s %-28s %-28s skipped: %s\n", f.cls.c_str(), name.c_str(),
-                      lay.c_str(), e.what());
+          std::printf("  %-15s %-28s %-28s skipped: %s\n", f.cls.c_str(), name.c_str(), lay.c_str(),
+                      e.what());
         }
       }
     }
