@@ -11,6 +11,7 @@
 #include <map>
 #include <numeric>
 #include <optional>
+#include <set>
 #include <tuple>
 
 #include "node_facts.h"
@@ -123,6 +124,11 @@ constexpr int kKicks = 48;
 constexpr int kKickPatience = 12;  // kicks in a row that gain nothing end them
 constexpr long long kKickMoves = 2'000;
 constexpr long long kKickWork = 500'000;  // a few ms: kicks must not slow a launch much
+
+// The exact tree cut (cut_trees_exact): on steps of at most this many hosts, and units tried.
+constexpr std::size_t kExactCutHosts = 256;
+constexpr long long kExactCutUnit = 16;  // a tree's two pieces each fit a host
+constexpr long long kExactCutBudget = 2'000;
 
 // Cutting slot counts into units of `unit` slots where no host holds a unit whole (tensor
 // parallelism over hosts lending 3, 5, 7 GPUs). A one-GPU piece of a ring sends its whole hop
@@ -320,6 +326,125 @@ std::optional<PieceCut> cut_trees(const std::vector<long long>& count, long long
   return cut;
 }
 
+// cut_trees' search, complete and exact where the greedy gives up: every leftover cut into
+// units of two pieces >= k2 (trees) or of more pieces >= kr (rings). A host's leftover may be
+// split over several units, so a cut can chain through hosts (5 + 3 and 3 + 5 over a 6 cut
+// 3 + 3) where the greedy runs out of partners. Depth first, the smallest leftover opening each
+// unit (it has the fewest ways to complete one); leftovers of equal size are interchangeable, so
+// a failed state is remembered by its counts per size. Gives up (empty) after `budget` units.
+std::optional<PieceCut> cut_trees_exact(const std::vector<long long>& count, long long unit,
+                                        long long k2, long long kr, long long budget) {
+  if (unit > kExactCutUnit || count.size() > 65535) return std::nullopt;
+  PieceCut cut;
+  cut.smallest = unit;
+  std::vector<long long> left(count.size());
+  std::vector<std::uint16_t> sizes(static_cast<std::size_t>(unit), 0);  // leftovers per size
+  long long total = 0;
+  for (std::size_t i = 0; i < count.size(); ++i) {
+    for (long long k = 0; k < count[i] / unit; ++k) cut.pieces.emplace_back(i, unit);
+    left[i] = count[i] % unit;
+    ++sizes[static_cast<std::size_t>(left[i])];
+    total += left[i];
+  }
+  if (total % unit != 0) return std::nullopt;
+  const long long least = std::min(k2, kr);  // no piece may be left smaller
+  for (long long v = 1; v < least; ++v) {
+    if (sizes[static_cast<std::size_t>(v)] > 0) return std::nullopt;
+  }
+  // A leftover of one under rings of two or more is a tree's piece, and its partner's unit - 1
+  // can only be a leftover of unit - 1 taken whole.
+  if (k2 == 1 && kr > 1 && sizes[1] > sizes[static_cast<std::size_t>(unit - 1)]) {
+    return std::nullopt;
+  }
+  std::set<std::vector<std::uint16_t>> failed;
+  std::vector<std::pair<std::size_t, long long>> unit_pieces;  // the cut so far, in order
+  auto fits = [&](long long rest) { return rest == 0 || rest >= least; };
+  // An item with `size` left, not `not_a` nor already in the unit opened at `mark`.
+  auto item_of = [&](long long size, std::size_t not_a, std::size_t mark) {
+    for (std::size_t j = 0; j < left.size(); ++j) {
+      if (left[j] != size || j == not_a) continue;
+      bool used = false;
+      for (std::size_t q = mark; q < unit_pieces.size(); ++q) used |= unit_pieces[q].first == j;
+      if (!used) return j;
+    }
+    return left.size();
+  };
+  auto take = [&](std::size_t i, long long k) {
+    unit_pieces.emplace_back(i, k);
+    --sizes[static_cast<std::size_t>(left[i])];
+    left[i] -= k;
+    ++sizes[static_cast<std::size_t>(left[i])];
+  };
+  auto undo = [&](std::size_t n) {
+    while (unit_pieces.size() > n) {
+      const auto [i, k] = unit_pieces.back();
+      --sizes[static_cast<std::size_t>(left[i])];
+      left[i] += k;
+      ++sizes[static_cast<std::size_t>(left[i])];
+      unit_pieces.pop_back();
+    }
+  };
+  auto search = [&](auto&& self) -> bool {
+    // The smallest leftover first: it has the fewest ways to complete a unit.
+    long long a = 1;
+    while (a < unit && sizes[static_cast<std::size_t>(a)] == 0) ++a;
+    if (a == unit) return true;
+    if (--budget < 0) return false;
+    std::vector<std::uint16_t> key(sizes.begin() + 1, sizes.end());
+    if (failed.count(key)) return false;
+    const std::size_t first = item_of(a, left.size(), unit_pieces.size());
+    const std::size_t mark = unit_pieces.size();
+    // Trees: a piece f of the first leftover, its partner's unit - f from another.
+    for (long long f = std::min(a, unit - k2); f >= k2; --f) {
+      if (!fits(a - f)) continue;
+      for (long long w = unit - 1; w >= unit - f; --w) {
+        if (!fits(w - (unit - f))) continue;
+        const std::size_t j = item_of(w, first, mark);
+        if (j == left.size()) continue;
+        take(first, f);
+        take(j, unit - f);
+        if (self(self)) return true;
+        undo(mark);
+        if (budget < 0) return false;
+      }
+    }
+    // Rings: a piece of the first leftover, then pieces >= kr of others until the unit is full
+    // (each the whole of a leftover, or just what the unit still needs).
+    auto fill = [&](auto&& again, long long need, int pieces) -> bool {
+      if (need == 0) return pieces >= 3 && self(self);
+      const std::size_t at = unit_pieces.size();
+      for (long long w = unit - 1; w >= kr; --w) {
+        const std::size_t j = item_of(w, left.size(), mark);
+        if (j == left.size()) continue;
+        for (long long k : {std::min(w, need), need}) {
+          if (k < kr || k > w || !fits(w - k) || (k < need && need - k < kr)) continue;
+          take(j, k);
+          if (again(again, need - k, pieces + 1)) return true;
+          undo(at);
+          if (budget < 0) return false;
+          if (k == need) break;
+        }
+      }
+      return false;
+    };
+    for (long long f = std::min(a, unit - 2 * kr); f >= kr; --f) {
+      if (!fits(a - f)) continue;
+      take(first, f);
+      if (fill(fill, unit - f, 1)) return true;
+      undo(mark);
+      if (budget < 0) return false;
+    }
+    failed.insert(std::move(key));
+    return false;
+  };
+  if (!search(search)) return std::nullopt;
+  for (const auto& [i, k] : unit_pieces) {
+    cut.pieces.emplace_back(i, k);
+    cut.smallest = std::min(cut.smallest, k);
+  }
+  return cut;
+}
+
 // The best tree/ring floors (k2, kr) the greedy reaches on these counts, from two pieces of
 // unit/2 down (a ring's piece must be `ring` times a tree's for the same time).
 std::pair<long long, long long> tree_floors(const std::vector<long long>& count, long long unit,
@@ -329,6 +454,9 @@ std::pair<long long, long long> tree_floors(const std::vector<long long>& count,
   for (long long k2 = unit / 2; k2 >= 1; --k2) {
     const auto kr = static_cast<long long>(std::ceil(static_cast<double>(k2) * ring - 1e-9));
     if (cut_trees(count, unit, k2, kr, total / unit)) return {k2, kr};
+    if (count.size() <= kExactCutHosts && cut_trees_exact(count, unit, k2, kr, kExactCutBudget)) {
+      return {k2, kr};
+    }
   }
   return {1, 1};
 }
@@ -512,6 +640,17 @@ class Mapper {
         const std::vector<std::uint32_t> seq = slot_sequence(dg, packing);
         if (seq.empty()) continue;  // kTrees where the innermost dim is no all-reduce
         consider(fill(seq, dg));
+        // Trees cut over the step's hosts at once, ignoring switch groups: a chain of split
+        // hosts the per-group cuts miss (refinement restores locality where it pays).
+        if (packing == Packing::kTrees && !in_.machine.levels.empty() && evals_left > 0) {
+          const std::vector<std::uint32_t> flat = slot_sequence(dg, packing, true);
+          if (!flat.empty()) {
+            consider(fill(flat, dg));
+            long long unit = 1;
+            for (const auto& d : dg) unit = unit > 1 ? unit : d.size;
+            if (evals_left > 0) consider(fill(units_by_place(flat, unit), dg));
+          }
+        }
       }
     }
     // Two heavy dims split between levels: each switch group holds a block of a few
@@ -563,6 +702,7 @@ class Mapper {
     long long piece_unit = 1;
     long long piece_floor = 1;
     long long tree_floor = 1, ring_floor = 1;  // kTrees: least piece of a tree / of a ring
+    bool flat = false;                         // the step's hosts cut as one group
     // The largest unit that fits `capacity` slots.
     long long unit_for(long long capacity) const {
       long long u = 1;
@@ -577,10 +717,12 @@ class Mapper {
   // GPUs by index inside a host. The unit of a group is the largest block of the innermost dims
   // (in `order`) that fits its largest child: packing keeps as many units as possible inside one
   // child, so the groups of the innermost dims stay inside a host, a leaf, a pod.
-  std::vector<std::uint32_t> slot_sequence(const Digits& order, Packing packing) {
+  std::vector<std::uint32_t> slot_sequence(const Digits& order, Packing packing,
+                                           bool flat = false) {
     const Machine& m = in_.machine;
     Cutting cut;
     cut.packing = packing;
+    cut.flat = flat;
     long long p = 1;
     for (const auto& dg : order) {
       p *= dg.size;
@@ -617,7 +759,7 @@ class Mapper {
     std::vector<std::uint32_t> hosts(m.hosts.size());
     std::iota(hosts.begin(), hosts.end(), 0);
     std::size_t tail = 0;
-    return order_group(hosts, static_cast<int>(m.levels.size()) - 1, cut, &tail);
+    return order_group(hosts, flat ? -1 : static_cast<int>(m.levels.size()) - 1, cut, &tail);
   }
 
   // kTrees: the top completes every unit at the step's floors (or any it can); a switch group
@@ -628,7 +770,14 @@ class Mapper {
     for (long long c : n) total += c % unit;
     for (long long b = total / unit; b > 0; --b) {
       if (auto c = cut_trees(n, unit, cut.tree_floor, cut.ring_floor, b)) return *c;
-      if (top) break;
+      if (top) {
+        if (n.size() <= kExactCutHosts) {
+          if (auto c = cut_trees_exact(n, unit, cut.tree_floor, cut.ring_floor, kExactCutBudget)) {
+            return *c;
+          }
+        }
+        break;
+      }
     }
     if (top) return cut_pieces(n, unit, 1, true);
     return *cut_trees(n, unit, 1, 1, 0);
@@ -689,7 +838,7 @@ class Mapper {
       std::vector<long long> n;
       for (const auto& it : items) n.push_back(static_cast<long long>(it.size()));
       std::vector<std::size_t> used(items.size(), 0);
-      const bool top = level == static_cast<int>(in_.machine.levels.size()) - 1;
+      const bool top = cut.flat || level == static_cast<int>(in_.machine.levels.size()) - 1;
       const PieceCut pieces = packing == Packing::kTrees ? cut_tree_units(n, u, cut, top)
                                                          : cut_pieces(n, u, cut.piece_floor, top);
       for (const auto& [i, k] : pieces.pieces) {
@@ -728,6 +877,37 @@ class Mapper {
     std::iota(idx.begin(), idx.end(), 0);
     if (packing == Packing::kRuns) idx = pack(count, unit);
     for (auto i : idx) out.insert(out.end(), children[i].begin(), children[i].end());
+    return out;
+  }
+
+  // A flat cut's units (`unit` slots each) in locality order: by the switch groups, outermost
+  // first, of the first host each unit uses in that order, so units that share a leaf or pod
+  // sit next to each other in the sequence. (Name order, the flat cut's own, wins on some
+  // steps, this on others: both are candidates.)
+  std::vector<std::uint32_t> units_by_place(const std::vector<std::uint32_t>& seq,
+                                            long long unit) const {
+    const Machine& m = in_.machine;
+    const auto u = static_cast<std::size_t>(unit);
+    if (u == 0 || seq.size() % u != 0) return seq;
+    auto place = [&](std::uint32_t slot) {
+      const std::uint32_t h = m.slots[slot].host;
+      std::vector<std::uint32_t> key;
+      for (std::size_t l = m.levels.size(); l-- > 0;) key.push_back(m.levels[l].group_of_host[h]);
+      key.push_back(h);
+      return key;
+    };
+    std::vector<std::pair<std::vector<std::uint32_t>, std::size_t>> units;
+    for (std::size_t at = 0; at < seq.size(); at += u) {
+      std::vector<std::uint32_t> key = place(seq[at]);
+      for (std::size_t i = at + 1; i < at + u; ++i) key = std::min(key, place(seq[i]));
+      units.emplace_back(std::move(key), at);
+    }
+    std::stable_sort(units.begin(), units.end(),
+                     [](const auto& x, const auto& y) { return x.first < y.first; });
+    std::vector<std::uint32_t> out;
+    out.reserve(seq.size());
+    for (const auto& [key, at] : units)
+      out.insert(out.end(), seq.begin() + at, seq.begin() + at + u);
     return out;
   }
 

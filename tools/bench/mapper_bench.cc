@@ -281,6 +281,11 @@ Row run(const std::string& name, const Family& fam, const topology::Fabric& fabr
       for (const auto& [g, n] : per) std::printf(" %d", n);
       std::printf("\n");
     }
+    std::vector<int> slots(in.machine.hosts.size(), 0);
+    for (const auto& s : in.machine.slots) ++slots[s.host];
+    std::printf("      GPUs per host:");
+    for (int c : slots) std::printf(" %d", c);
+    std::printf("\n");
     std::printf("      refinement moves: %lld\n", p.refine_moves);
     print_detail("block", p.block_cost);
     print_detail("topo", p.cost);
