@@ -332,17 +332,23 @@ std::optional<PieceCut> cut_trees(const std::vector<long long>& count, long long
 // 3 + 3) where the greedy runs out of partners. Depth first, the smallest leftover opening each
 // unit (it has the fewest ways to complete one); leftovers of equal size are interchangeable, so
 // a failed state is remembered by its counts per size. Gives up (empty) after `budget` units.
+//
+// `open`: a host holding whole units besides its leftover may give one of them up, so its
+// leftover is one unit larger (a host lending 5 GPUs to TP4 cut 3 + 2 rather than 4 + 1).
 std::optional<PieceCut> cut_trees_exact(const std::vector<long long>& count, long long unit,
-                                        long long k2, long long kr, long long budget) {
+                                        long long k2, long long kr, long long budget,
+                                        bool open = false) {
   if (unit > kExactCutUnit || count.size() > 65535) return std::nullopt;
   PieceCut cut;
   cut.smallest = unit;
   std::vector<long long> left(count.size());
-  std::vector<std::uint16_t> sizes(static_cast<std::size_t>(unit), 0);  // leftovers per size
+  const long long top = open ? 2 * unit : unit;                        // leftovers are below this
+  std::vector<std::uint16_t> sizes(static_cast<std::size_t>(top), 0);  // leftovers per size
   long long total = 0;
   for (std::size_t i = 0; i < count.size(); ++i) {
-    for (long long k = 0; k < count[i] / unit; ++k) cut.pieces.emplace_back(i, unit);
     left[i] = count[i] % unit;
+    if (open && left[i] > 0 && count[i] > unit) left[i] += unit;
+    for (long long k = 0; k < (count[i] - left[i]) / unit; ++k) cut.pieces.emplace_back(i, unit);
     ++sizes[static_cast<std::size_t>(left[i])];
     total += left[i];
   }
@@ -353,7 +359,7 @@ std::optional<PieceCut> cut_trees_exact(const std::vector<long long>& count, lon
   }
   // A leftover of one under rings of two or more is a tree's piece, and its partner's unit - 1
   // can only be a leftover of unit - 1 taken whole.
-  if (k2 == 1 && kr > 1 && sizes[1] > sizes[static_cast<std::size_t>(unit - 1)]) {
+  if (!open && k2 == 1 && kr > 1 && sizes[1] > sizes[static_cast<std::size_t>(unit - 1)]) {
     return std::nullopt;
   }
   std::set<std::vector<std::uint16_t>> failed;
@@ -387,17 +393,24 @@ std::optional<PieceCut> cut_trees_exact(const std::vector<long long>& count, lon
   auto search = [&](auto&& self) -> bool {
     // The smallest leftover first: it has the fewest ways to complete a unit.
     long long a = 1;
-    while (a < unit && sizes[static_cast<std::size_t>(a)] == 0) ++a;
-    if (a == unit) return true;
+    while (a < top && sizes[static_cast<std::size_t>(a)] == 0) ++a;
+    if (a == top) return true;
     if (--budget < 0) return false;
     std::vector<std::uint16_t> key(sizes.begin() + 1, sizes.end());
     if (failed.count(key)) return false;
     const std::size_t first = item_of(a, left.size(), unit_pieces.size());
     const std::size_t mark = unit_pieces.size();
+    // A whole unit of an opened host.
+    if (a >= unit && fits(a - unit)) {
+      take(first, unit);
+      if (self(self)) return true;
+      undo(mark);
+      if (budget < 0) return false;
+    }
     // Trees: a piece f of the first leftover, its partner's unit - f from another.
     for (long long f = std::min(a, unit - k2); f >= k2; --f) {
       if (!fits(a - f)) continue;
-      for (long long w = unit - 1; w >= unit - f; --w) {
+      for (long long w = top - 1; w >= unit - f; --w) {
         if (!fits(w - (unit - f))) continue;
         const std::size_t j = item_of(w, first, mark);
         if (j == left.size()) continue;
@@ -413,7 +426,7 @@ std::optional<PieceCut> cut_trees_exact(const std::vector<long long>& count, lon
     auto fill = [&](auto&& again, long long need, int pieces) -> bool {
       if (need == 0) return pieces >= 3 && self(self);
       const std::size_t at = unit_pieces.size();
-      for (long long w = unit - 1; w >= kr; --w) {
+      for (long long w = top - 1; w >= kr; --w) {
         const std::size_t j = item_of(w, left.size(), mark);
         if (j == left.size()) continue;
         for (long long k : {std::min(w, need), need}) {
@@ -454,7 +467,9 @@ std::pair<long long, long long> tree_floors(const std::vector<long long>& count,
   for (long long k2 = unit / 2; k2 >= 1; --k2) {
     const auto kr = static_cast<long long>(std::ceil(static_cast<double>(k2) * ring - 1e-9));
     if (cut_trees(count, unit, k2, kr, total / unit)) return {k2, kr};
-    if (count.size() <= kExactCutHosts && cut_trees_exact(count, unit, k2, kr, kExactCutBudget)) {
+    if (count.size() <= kExactCutHosts &&
+        (cut_trees_exact(count, unit, k2, kr, kExactCutBudget) ||
+         cut_trees_exact(count, unit, k2, kr, kExactCutBudget, true))) {
       return {k2, kr};
     }
   }
@@ -772,8 +787,11 @@ class Mapper {
       if (auto c = cut_trees(n, unit, cut.tree_floor, cut.ring_floor, b)) return *c;
       if (top) {
         if (n.size() <= kExactCutHosts) {
-          if (auto c = cut_trees_exact(n, unit, cut.tree_floor, cut.ring_floor, kExactCutBudget)) {
-            return *c;
+          for (bool open : {false, true}) {
+            if (auto c = cut_trees_exact(n, unit, cut.tree_floor, cut.ring_floor, kExactCutBudget,
+                                         open)) {
+              return *c;
+            }
           }
         }
         break;

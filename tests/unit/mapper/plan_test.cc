@@ -187,6 +187,28 @@ TEST(PlanTest, OneGpuPiecesAreTreesWhereAChainOfSplitHostsAllows) {
       << "topo " << p.cost.seconds << " s, bound " << p.lower_bound << " s";
 }
 
+// Hosts lending 5, 5, 1 and 1 GPUs to a TP4 job. Keeping each 5 as a whole group and a one-GPU
+// leftover leaves four one-GPU pieces on one ring; giving the whole groups up makes every group a
+// two-host tree: 1+3, 1+3 and 2+2.
+TEST(PlanTest, HostsGiveUpAWholeGroupForTrees) {
+  Cluster c = cluster(false, 2);
+  Request r;
+  const std::vector<int> free = {5, 5, 1, 1};
+  for (std::size_t i = 0; i < free.size(); ++i) {
+    r.hosts.push_back(c.fabric.hosts[i].name);
+    r.tasks_per_host.push_back(free[i]);
+  }
+  r.layout = parse_layout("tp=4,dp=auto");
+  RankPlan p = plan(c.fabric, same_node(c, r.hosts.size()), r);
+  std::map<int, std::map<std::uint32_t, int>> groups;  // tp group -> host -> members
+  for (const auto& t : p.tasks) ++groups[t.rank / 4][t.host];
+  for (const auto& [g, hosts] : groups) {
+    EXPECT_EQ(hosts.size(), 2u) << "tp group " << g << " is not a two-host tree";
+  }
+  EXPECT_LE(p.cost.seconds, 1.1 * p.lower_bound)
+      << "topo " << p.cost.seconds << " s, bound " << p.lower_bound << " s";
+}
+
 // 32 whole hosts filling one pod of a 3-tier 4:1 tree (leaves of 8 hosts), TP8 x CP4 x DP8:
 // a CP ring (4 hosts) or a DP ring (8 hosts) fits in a leaf, the 4x8 CP-DP plane does not.
 // Keeping either dim whole inside leaves sends the other's every byte over the thin uplinks;
