@@ -209,6 +209,49 @@ TEST(PlanTest, HostsGiveUpAWholeGroupForTrees) {
       << "topo " << p.cost.seconds << " s, bound " << p.lower_bound << " s";
 }
 
+// Random hosts lending 1..8 GPUs to TP8, TP4 and TP2 jobs (the tree cuts' inputs): every plan
+// uses each of the step's GPUs once, is no worse than block and no better than the bound.
+TEST(PlanTest, RandomPartialHostsGiveValidPlans) {
+  Cluster c = cluster(false, 2);
+  std::uint64_t x = 12345;
+  auto next = [&](std::uint64_t n) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (x >> 33) % n;
+  };
+  for (int trial = 0; trial < 60; ++trial) {
+    const int tp = 2 << next(3);
+    Request r;
+    const std::size_t hosts = 4 + next(40);
+    int total = 0;
+    for (std::size_t i = 0; i < hosts; ++i) {
+      r.hosts.push_back(c.fabric.hosts[next(c.fabric.hosts.size())].name);
+      r.tasks_per_host.push_back(1 + static_cast<int>(next(8)));
+      total += r.tasks_per_host.back();
+    }
+    // Distinct hosts, and a world the layout divides: trim the last hosts.
+    std::set<std::string> seen;
+    for (std::size_t i = 0; i < r.hosts.size(); ++i) {
+      while (seen.count(r.hosts[i])) r.hosts[i] = c.fabric.hosts[next(c.fabric.hosts.size())].name;
+      seen.insert(r.hosts[i]);
+    }
+    for (std::size_t i = r.hosts.size(); i > 0 && total % tp != 0; --i) {
+      const int drop = std::min(total % tp, r.tasks_per_host[i - 1] - 1);
+      r.tasks_per_host[i - 1] -= drop;
+      total -= drop;
+    }
+    if (total % tp != 0) continue;  // every host down to one GPU
+    r.layout = parse_layout("tp=" + std::to_string(tp) + ",dp=auto");
+    RankPlan p = plan(c.fabric, same_node(c, r.hosts.size()), r);
+    std::set<std::pair<std::uint32_t, int>> used;
+    for (const auto& t : p.tasks) {
+      EXPECT_TRUE(used.insert({t.host, t.gpu}).second) << "trial " << trial << ": a GPU twice";
+    }
+    EXPECT_EQ(used.size(), static_cast<std::size_t>(total)) << "trial " << trial;
+    EXPECT_LE(p.cost.seconds, p.block_cost.seconds * (1 + 1e-12)) << "trial " << trial;
+    EXPECT_LE(p.lower_bound, p.cost.seconds * (1 + 1e-12)) << "trial " << trial;
+  }
+}
+
 // 32 whole hosts filling one pod of a 3-tier 4:1 tree (leaves of 8 hosts), TP8 x CP4 x DP8:
 // a CP ring (4 hosts) or a DP ring (8 hosts) fits in a leaf, the 4x8 CP-DP plane does not.
 // Keeping either dim whole inside leaves sends the other's every byte over the thin uplinks;
