@@ -46,6 +46,25 @@ std::vector<const topology::NodeTopology*> same_node(const Cluster& c, std::size
   return std::vector<const topology::NodeTopology*>(n, &c.node);
 }
 
+// Hosts c.fabric.hosts[i * stride] lending free[i] GPUs each to a job of `layout`.
+Request lending(const Cluster& c, const std::vector<int>& free, std::size_t stride,
+                const std::string& layout) {
+  Request r;
+  for (std::size_t i = 0; i < free.size(); ++i) {
+    r.hosts.push_back(c.fabric.hosts[i * stride].name);
+    r.tasks_per_host.push_back(free[i]);
+  }
+  r.layout = parse_layout(layout);
+  return r;
+}
+
+// Group (rank, or Slurm's task id for `block`, over n) -> host -> members there.
+std::map<int, std::map<std::uint32_t, int>> pieces(const RankPlan& p, int n, bool block = false) {
+  std::map<int, std::map<std::uint32_t, int>> out;
+  for (const auto& t : p.tasks) ++out[(block ? t.task : t.rank) / n][t.host];
+  return out;
+}
+
 // (host, gpu) -> (rank, coords, nics): the plan as hardware sees it, independent of task ids.
 std::map<std::pair<std::string, int>, std::tuple<int, std::string, std::string>> by_slot(
     const RankPlan& p) {
@@ -129,19 +148,13 @@ TEST(PlanTest, FragmentedAllocationsNeverLoseToBlockAndStayNearTheBound) {
 // into two hosts with no piece under 2 (8, 4+4, 3+5, 6+2): topo must find such a cut.
 TEST(PlanTest, PartialHostsAreCutWithoutSingleGpuPieces) {
   Cluster c = cluster(false, 2);
-  Request r;
-  const std::vector<int> free = {7, 5, 4, 6, 2, 8};
-  for (std::size_t i = 0; i < free.size(); ++i) {
-    r.hosts.push_back(c.fabric.hosts[i * 9].name);  // spread over leaves of 8
-    r.tasks_per_host.push_back(free[i]);
-  }
-  r.layout = parse_layout("tp=8,dp=auto");
+  const Request r = lending(c, {7, 5, 4, 6, 2, 8}, 9, "tp=8,dp=auto");  // over leaves of 8
   RankPlan p = plan(c.fabric, same_node(c, r.hosts.size()), r);
   auto smallest_piece = [](const RankPlan& plan, bool block) {
-    std::map<std::pair<int, std::uint32_t>, int> per;  // (tp group, host) -> members
-    for (const auto& t : plan.tasks) ++per[{(block ? t.task : t.rank) / 8, t.host}];
     int least = 8;
-    for (const auto& [k, n] : per) least = std::min(least, n);
+    for (const auto& [g, hosts] : pieces(plan, 8, block)) {
+      for (const auto& [h, n] : hosts) least = std::min(least, n);
+    }
     return least;
   };
   EXPECT_EQ(smallest_piece(p, true), 1) << "Slurm's order leaves a one-GPU piece";
@@ -163,17 +176,9 @@ TEST(PlanTest, PartialHostsAreCutWithoutSingleGpuPieces) {
 // a two-host tree's.
 TEST(PlanTest, OneGpuPiecesAreTreesWhereAChainOfSplitHostsAllows) {
   Cluster c = cluster(false, 2);
-  Request r;
-  const std::vector<int> free = {1, 6, 6, 1, 6, 7, 7, 7, 5, 2};
-  for (std::size_t i = 0; i < free.size(); ++i) {
-    r.hosts.push_back(c.fabric.hosts[i].name);  // two leaves of 8
-    r.tasks_per_host.push_back(free[i]);
-  }
-  r.layout = parse_layout("tp=8,dp=auto");
+  const Request r = lending(c, {1, 6, 6, 1, 6, 7, 7, 7, 5, 2}, 1, "tp=8,dp=auto");  // two leaves
   RankPlan p = plan(c.fabric, same_node(c, r.hosts.size()), r);
-  std::map<int, std::map<std::uint32_t, int>> groups;  // tp group -> host -> members
-  for (const auto& t : p.tasks) ++groups[t.rank / 8][t.host];
-  for (const auto& [g, hosts] : groups) {
+  for (const auto& [g, hosts] : pieces(p, 8)) {
     int least = 8;
     for (const auto& [h, n] : hosts) least = std::min(least, n);
     if (least == 1) {
@@ -192,17 +197,9 @@ TEST(PlanTest, OneGpuPiecesAreTreesWhereAChainOfSplitHostsAllows) {
 // two-host tree: 1+3, 1+3 and 2+2.
 TEST(PlanTest, HostsGiveUpAWholeGroupForTrees) {
   Cluster c = cluster(false, 2);
-  Request r;
-  const std::vector<int> free = {5, 5, 1, 1};
-  for (std::size_t i = 0; i < free.size(); ++i) {
-    r.hosts.push_back(c.fabric.hosts[i].name);
-    r.tasks_per_host.push_back(free[i]);
-  }
-  r.layout = parse_layout("tp=4,dp=auto");
+  const Request r = lending(c, {5, 5, 1, 1}, 1, "tp=4,dp=auto");
   RankPlan p = plan(c.fabric, same_node(c, r.hosts.size()), r);
-  std::map<int, std::map<std::uint32_t, int>> groups;  // tp group -> host -> members
-  for (const auto& t : p.tasks) ++groups[t.rank / 4][t.host];
-  for (const auto& [g, hosts] : groups) {
+  for (const auto& [g, hosts] : pieces(p, 4)) {
     EXPECT_EQ(hosts.size(), 2u) << "tp group " << g << " is not a two-host tree";
   }
   EXPECT_LE(p.cost.seconds, 1.1 * p.lower_bound)
