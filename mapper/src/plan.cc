@@ -655,14 +655,18 @@ class Mapper {
         const std::vector<std::uint32_t> seq = slot_sequence(dg, packing);
         if (seq.empty()) continue;  // kTrees where the innermost dim is no all-reduce
         consider(fill(seq, dg));
+        if (packing != Packing::kTrees) continue;
+        long long unit = 1;  // the innermost dim's groups
+        for (const auto& d : dg) unit = unit > 1 ? unit : d.size;
+        // Cut over NVLink domains as wholes, where the step has them.
+        const std::vector<std::uint32_t> by_island = island_sequence(unit);
+        if (!by_island.empty() && evals_left > 0) consider(fill(by_island, dg));
         // Trees cut over the step's hosts at once, ignoring switch groups: a chain of split
         // hosts the per-group cuts miss (refinement restores locality where it pays).
-        if (packing == Packing::kTrees && !in_.machine.levels.empty() && evals_left > 0) {
+        if (!in_.machine.levels.empty() && evals_left > 0) {
           const std::vector<std::uint32_t> flat = slot_sequence(dg, packing, true);
           if (!flat.empty()) {
             consider(fill(flat, dg));
-            long long unit = 1;
-            for (const auto& d : dg) unit = unit > 1 ? unit : d.size;
             if (evals_left > 0) consider(fill(units_by_place(flat, unit), dg));
           }
         }
@@ -895,6 +899,106 @@ class Mapper {
     std::iota(idx.begin(), idx.end(), 0);
     if (packing == Packing::kRuns) idx = pack(count, unit);
     for (auto i : idx) out.insert(out.end(), children[i].begin(), children[i].end());
+    return out;
+  }
+
+  // Units of `unit` slots cut over NVLink islands (a domain's hosts in the step, or a host
+  // outside any domain) where the step has domains: inside an island every flow goes over
+  // NVLink whatever the pieces, so the islands' slot counts are cut as items (the tree cut,
+  // whole units opened where that helps: 33 + 31 GPUs to TP8 cross as 5 + 3 and 4 + 4, not
+  // 1 + 7), and each piece that leaves its island is laid on the island's hosts with the most
+  // free slots, as evenly as they allow, since its ring hops leave and enter by those hosts'
+  // NICs. Empty without domains.
+  std::vector<std::uint32_t> island_sequence(long long unit) const {
+    const Machine& m = in_.machine;
+    if (unit <= 1 || std::none_of(m.domain_of_host.begin(), m.domain_of_host.end(),
+                                  [](int d) { return d >= 0; })) {
+      return {};
+    }
+    std::map<long long, std::size_t> index;           // island key -> island
+    std::vector<std::vector<std::uint32_t>> islands;  // hosts in name order
+    for (std::uint32_t h = 0; h < m.hosts.size(); ++h) {
+      if (slots_of_host_[h].empty()) continue;
+      const long long key = m.domain_of_host[h] >= 0 ? -1LL - m.domain_of_host[h]
+                                                     : static_cast<long long>(h);
+      auto [it, fresh] = index.emplace(key, islands.size());
+      if (fresh) islands.emplace_back();
+      islands[it->second].push_back(h);
+    }
+    std::vector<long long> count;
+    for (const auto& hs : islands) {
+      long long c = 0;
+      for (auto h : hs) c += static_cast<long long>(slots_of_host_[h].size());
+      count.push_back(c);
+    }
+    if (islands.size() > kExactCutHosts) return {};
+    const auto [k2, kr] = tree_floors(count, unit, internal::ring_volume(unit, 1.0));
+    long long total = 0;
+    for (long long c : count) total += c % unit;
+    std::optional<PieceCut> cut = cut_trees(count, unit, k2, kr, total / unit);
+    for (bool open : {false, true}) {
+      if (!cut) cut = cut_trees_exact(count, unit, k2, kr, kExactCutBudget, open);
+    }
+    if (!cut) cut = cut_pieces(count, unit, 1, true);
+    if (cut->left != 0) return {};
+    // Each island's pieces that leave it, laid on its hosts with the most free slots first.
+    std::vector<long long> free(m.hosts.size(), 0);
+    for (std::uint32_t h = 0; h < m.hosts.size(); ++h) {
+      free[h] = static_cast<long long>(slots_of_host_[h].size());
+    }
+    std::vector<std::size_t> next(m.hosts.size(), 0);  // next unused slot of each host
+    auto take = [&](std::uint32_t h, long long k, std::vector<std::uint32_t>& out) {
+      const auto& sl = slots_of_host_[h];
+      for (long long j = 0; j < k; ++j) out.push_back(sl[next[h]++]);
+      free[h] -= k;
+    };
+    std::vector<std::vector<std::uint32_t>> laid(cut->pieces.size());
+    std::vector<std::size_t> crossing;
+    for (std::size_t i = 0; i < cut->pieces.size(); ++i) {
+      if (cut->pieces[i].second < unit) crossing.push_back(i);
+    }
+    std::stable_sort(crossing.begin(), crossing.end(), [&](std::size_t a, std::size_t b) {
+      return cut->pieces[a].second > cut->pieces[b].second;
+    });
+    for (std::size_t i : crossing) {
+      const auto& [item, k] = cut->pieces[i];
+      std::vector<std::uint32_t> hs = islands[item];
+      std::stable_sort(hs.begin(), hs.end(),
+                       [&](std::uint32_t a, std::uint32_t b) { return free[a] > free[b]; });
+      std::size_t q = 0;
+      for (long long got = 0; got < k && q < hs.size(); ++q) got += free[hs[q]];
+      long long rest = k;
+      for (std::size_t j = 0; j < q && rest > 0; ++j) {
+        const auto parts = static_cast<long long>(q - j);
+        const long long now = std::min({free[hs[j]], (rest + parts - 1) / parts, rest});
+        take(hs[j], now, laid[i]);
+        rest -= now;
+      }
+      for (std::size_t j = 0; j < hs.size() && rest > 0; ++j) {  // uneven hosts: fill up
+        const long long more = std::min(free[hs[j]], rest);
+        take(hs[j], more, laid[i]);
+        rest -= more;
+      }
+    }
+    // Whole units from what is left of each island, hosts in name order.
+    std::vector<std::size_t> at(islands.size(), 0);  // next host of each island with room
+    std::vector<std::uint32_t> out;
+    out.reserve(m.slots.size());
+    for (std::size_t i = 0; i < cut->pieces.size(); ++i) {
+      const auto& [item, k] = cut->pieces[i];
+      if (k < unit) {
+        out.insert(out.end(), laid[i].begin(), laid[i].end());
+        continue;
+      }
+      for (long long need = k; need > 0;) {
+        const auto& hs = islands[item];
+        while (at[item] < hs.size() && free[hs[at[item]]] == 0) ++at[item];
+        if (at[item] == hs.size()) return {};  // cannot happen: the cut adds up
+        const long long now = std::min(free[hs[at[item]]], need);
+        take(hs[at[item]], now, out);
+        need -= now;
+      }
+    }
     return out;
   }
 
