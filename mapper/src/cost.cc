@@ -1231,11 +1231,6 @@ struct BoundMachine {
   std::vector<Bins> bins;
 };
 
-// An island's key: its NVLink domain, or the host itself outside any domain.
-long long island_key(const Machine& m, std::size_t h) {
-  return m.domain_of_host[h] >= 0 ? -1 - m.domain_of_host[h] : static_cast<long long>(h);
-}
-
 BoundMachine bound_machine(const Machine& m) {
   BoundMachine b;
   b.nv = *std::max_element(m.slot_nvlink_gbps.begin(), m.slot_nvlink_gbps.end()) * kGB;
@@ -1257,7 +1252,7 @@ BoundMachine bound_machine(const Machine& m) {
   std::map<long long, std::size_t> idx;
   BoundMachine::Bins islands;
   for (std::size_t h = 0; h < m.hosts.size(); ++h) {
-    auto [it, fresh] = idx.emplace(island_key(m, h), islands.slots.size());
+    auto [it, fresh] = idx.emplace(internal::island_key(m, h), islands.slots.size());
     if (fresh) {
       islands.slots.push_back(0);
       if (b.host_slots[h] > 0) {
@@ -1271,7 +1266,7 @@ BoundMachine bound_machine(const Machine& m) {
   idx.clear();
   for (std::size_t h = 0; h < m.hosts.size(); ++h) {
     if (b.host_slots[h] == 0) continue;
-    auto [it, fresh] = idx.emplace(island_key(m, h), idx.size());
+    auto [it, fresh] = idx.emplace(internal::island_key(m, h), idx.size());
     b.island_slots[it->second] += b.host_slots[h];
     ++b.island_hosts[it->second];
   }

@@ -919,9 +919,7 @@ class Mapper {
     std::vector<std::vector<std::uint32_t>> islands;  // hosts in name order
     for (std::uint32_t h = 0; h < m.hosts.size(); ++h) {
       if (slots_of_host_[h].empty()) continue;
-      const long long key = m.domain_of_host[h] >= 0 ? -1LL - m.domain_of_host[h]
-                                                     : static_cast<long long>(h);
-      auto [it, fresh] = index.emplace(key, islands.size());
+      auto [it, fresh] = index.emplace(internal::island_key(m, h), islands.size());
       if (fresh) islands.emplace_back();
       islands[it->second].push_back(h);
     }

@@ -56,6 +56,12 @@ inline std::vector<double> resource_capacity(const Machine& m, const ResourceInd
   return cap;
 }
 
+// An NVLink island's key (a flow inside an island goes over NVLink): the host's NVLink domain, or
+// the host itself outside any domain.
+inline long long island_key(const Machine& m, std::size_t h) {
+  return m.domain_of_host[h] >= 0 ? -1 - m.domain_of_host[h] : static_cast<long long>(h);
+}
+
 // Parallel links ECMP hashes each resource's flows onto: 0 where flows spread evenly (NVLink,
 // NICs, adaptive routing), the group's uplink links on an ECMP level.
 inline std::vector<std::uint32_t> resource_ecmp_links(const Machine& m, const ResourceIndex& r) {
