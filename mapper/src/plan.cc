@@ -458,20 +458,27 @@ std::optional<PieceCut> cut_trees_exact(const std::vector<long long>& count, lon
   return cut;
 }
 
+// Every unit the counts hold cut at floors (k2, kr): the greedy, else the exact search, else the
+// exact search with whole units opened. Empty when none finds a cut.
+std::optional<PieceCut> complete_tree_cut(const std::vector<long long>& count, long long unit,
+                                          long long k2, long long kr) {
+  long long total = 0;
+  for (long long c : count) total += c % unit;
+  if (auto c = cut_trees(count, unit, k2, kr, total / unit)) return c;
+  if (count.size() > kExactCutHosts) return std::nullopt;
+  for (bool open : {false, true}) {
+    if (auto c = cut_trees_exact(count, unit, k2, kr, kExactCutBudget, open)) return c;
+  }
+  return std::nullopt;
+}
+
 // The best tree/ring floors (k2, kr) the greedy reaches on these counts, from two pieces of
 // unit/2 down (a ring's piece must be `ring` times a tree's for the same time).
 std::pair<long long, long long> tree_floors(const std::vector<long long>& count, long long unit,
                                             double ring) {
-  long long total = 0;
-  for (long long c : count) total += c % unit;
   for (long long k2 = unit / 2; k2 >= 1; --k2) {
     const auto kr = static_cast<long long>(std::ceil(static_cast<double>(k2) * ring - 1e-9));
-    if (cut_trees(count, unit, k2, kr, total / unit)) return {k2, kr};
-    if (count.size() <= kExactCutHosts &&
-        (cut_trees_exact(count, unit, k2, kr, kExactCutBudget) ||
-         cut_trees_exact(count, unit, k2, kr, kExactCutBudget, true))) {
-      return {k2, kr};
-    }
+    if (complete_tree_cut(count, unit, k2, kr)) return {k2, kr};
   }
   return {1, 1};
 }
@@ -787,21 +794,13 @@ class Mapper {
                                  const Cutting& cut, bool top) {
     long long total = 0;
     for (long long c : n) total += c % unit;
+    if (top) {
+      if (auto c = complete_tree_cut(n, unit, cut.tree_floor, cut.ring_floor)) return *c;
+      return cut_pieces(n, unit, 1, true);
+    }
     for (long long b = total / unit; b > 0; --b) {
       if (auto c = cut_trees(n, unit, cut.tree_floor, cut.ring_floor, b)) return *c;
-      if (top) {
-        if (n.size() <= kExactCutHosts) {
-          for (bool open : {false, true}) {
-            if (auto c = cut_trees_exact(n, unit, cut.tree_floor, cut.ring_floor, kExactCutBudget,
-                                         open)) {
-              return *c;
-            }
-          }
-        }
-        break;
-      }
     }
-    if (top) return cut_pieces(n, unit, 1, true);
     return *cut_trees(n, unit, 1, 1, 0);
   }
 
@@ -931,12 +930,7 @@ class Mapper {
     }
     if (islands.size() > kExactCutHosts) return {};
     const auto [k2, kr] = tree_floors(count, unit, internal::ring_volume(unit, 1.0));
-    long long total = 0;
-    for (long long c : count) total += c % unit;
-    std::optional<PieceCut> cut = cut_trees(count, unit, k2, kr, total / unit);
-    for (bool open : {false, true}) {
-      if (!cut) cut = cut_trees_exact(count, unit, k2, kr, kExactCutBudget, open);
-    }
+    std::optional<PieceCut> cut = complete_tree_cut(count, unit, k2, kr);
     if (!cut) cut = cut_pieces(count, unit, 1, true);
     if (cut->left != 0) return {};
     // Each island's pieces that leave it, laid on its hosts with the most free slots first.
