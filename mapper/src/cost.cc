@@ -766,16 +766,16 @@ std::vector<double> host_port_capacity(const Machine& m) {
   return cap;
 }
 
-// The least a ring group's hop between two hosts carries: V, or the bytes themselves where NCCL
-// may run the all-reduce as a two-host tree: its members fit on two hosts, the `others` members
-// not on the rank's host on one host of at most kmax slots.
+// The least a ring group's hop between two NCCL nodes (hosts, or NVLink cliques: nccl_node())
+// carries: V, or the bytes themselves where NCCL may run the all-reduce as a two-node tree: the
+// `others` members not on the rank's node fit on one node of at most kmax slots.
 double least_hop(const DimTraffic& dt, long long others, long long kmax) {
   const double V = internal::ring_volume(dt.size, dt.bytes);
   if (!dt.all_reduce || others > kmax) return V;
   return std::min(V, internal::two_host_tree_volume(dt.bytes));
 }
 
-// The least hop of a group split over hosts in any way: a two-host tree needs n <= 2 kmax.
+// The least hop of a group split over nodes in any way: a two-node tree needs n <= 2 kmax.
 double any_split_hop(const DimTraffic& dt, long long kmax) {
   return least_hop(dt, dt.size - std::min(kmax, static_cast<long long>(dt.size) - 1), kmax);
 }
@@ -843,10 +843,12 @@ double least_sum(const std::vector<std::vector<double>>& f, const std::vector<lo
 // distinct groups of every other dim e (they differ in d's coordinate), so some rank of P has at
 // most kmax / (n - k) e-peers on P and time_e >= g_e(n - k) = the least f_e up to there. The
 // search takes, per all-reduce dim, the ring's floor or the tree's with those floors on the
-// others (docs/mapper.md, "Lower bound", two-host trees).
+// others (docs/mapper.md, "Lower bound", two-host trees). `partners`: whether a tree's other
+// node is one host. With NVLink domains it may be a clique of several hosts, whose members of
+// the group need not be crowded on one host, and the partner floors are left out.
 double least_sum_trees(const std::vector<std::vector<double>>& ring,
                        const std::vector<std::vector<double>>& any, const std::vector<long long>& n,
-                       long long c, long long kmax) {
+                       long long c, long long kmax, bool partners) {
   std::vector<std::size_t> live;
   for (std::size_t d = 0; d < any.size(); ++d) {
     if (any[d].size() > 1 || (any[d].size() == 1 && any[d][0] > 0)) live.push_back(d);
@@ -865,7 +867,7 @@ double least_sum_trees(const std::vector<std::vector<double>>& ring,
   std::vector<std::pair<std::size_t, long long>> trees;  // (dim, n - k) of tree choices
   auto finish = [&]() {
     std::fill(clamp.begin(), clamp.end(), 0.0);
-    for (const auto& [d, q] : trees) {
+    for (const auto& [d, q] : partners ? trees : decltype(trees){}) {
       for (std::size_t e : live) {
         if (e != d) clamp[e] = std::max(clamp[e], g(e, q));
       }
@@ -1218,8 +1220,8 @@ struct BoundMachine {
   bool has_domains = false;
   std::vector<long long> host_slots;
   long long kmax = 0;  // most slots of a host
-  std::vector<long long> island_slots, island_hosts;
-  long long island_kmax = 0, island_hosts_max = 0;
+  std::vector<long long> island_slots;
+  long long island_kmax = 0;  // most slots of an island: an NCCL node
   double total_egress = 0;  // every NVLink and NIC egress together, bytes/s
   double lat_min = 0;       // the least latency of a step
   // Crossing bins: islands (capacity: their hosts' NIC ports), then each network level's groups
@@ -1253,13 +1255,7 @@ BoundMachine bound_machine(const Machine& m) {
   BoundMachine::Bins islands;
   for (std::size_t h = 0; h < m.hosts.size(); ++h) {
     auto [it, fresh] = idx.emplace(internal::island_key(m, h), islands.slots.size());
-    if (fresh) {
-      islands.slots.push_back(0);
-      if (b.host_slots[h] > 0) {
-        b.island_slots.push_back(0);
-        b.island_hosts.push_back(0);
-      }
-    }
+    if (fresh) islands.slots.push_back(0);
     islands.slots[it->second] += b.host_slots[h];
     islands.cap += host_ports[h];
   }
@@ -1267,11 +1263,10 @@ BoundMachine bound_machine(const Machine& m) {
   for (std::size_t h = 0; h < m.hosts.size(); ++h) {
     if (b.host_slots[h] == 0) continue;
     auto [it, fresh] = idx.emplace(internal::island_key(m, h), idx.size());
+    if (fresh) b.island_slots.push_back(0);
     b.island_slots[it->second] += b.host_slots[h];
-    ++b.island_hosts[it->second];
   }
   b.island_kmax = *std::max_element(b.island_slots.begin(), b.island_slots.end());
-  b.island_hosts_max = *std::max_element(b.island_hosts.begin(), b.island_hosts.end());
   b.bins.push_back(std::move(islands));
   for (const auto& l : m.levels) {
     BoundMachine::Bins bin;
@@ -1330,7 +1325,7 @@ double crossing_floor(const DimTraffic& dt, long long world, const BoundMachine&
   const long long n = dt.size;
   const double S = dt.bytes, nd = static_cast<double>(n);
   const long long groups = world / n;
-  const double hop = any_split_hop(dt, b.kmax);
+  const double hop = any_split_hop(dt, b.island_kmax);
   double cross = 0;
   for (const auto& bin : b.bins) {
     const double split = split_groups(bin.slots, n, groups);
@@ -1347,11 +1342,12 @@ double crossing_floor(const DimTraffic& dt, long long world, const BoundMachine&
     }
     if (bin.cap > 0) cross = std::max(cross, split * per_split / bin.cap);
     if (&bin == &b.bins[0] && split > 0) {
-      // Some group leaves its island: its hop out goes through the ports of the members on the
-      // exit host (at most min(n-1, kmax) of them), and a split pipeline sends a stage's whole
-      // message through one GPU's ports.
+      // Some group leaves its island (its NCCL node): its hop out is spread over the ports of
+      // its members there (at most min(n-1, island_kmax) of them), and a split pipeline sends a
+      // stage's whole message through one GPU's ports.
       if (dt.pattern == Pattern::kRing) {
-        cross = std::max(cross, hop / (static_cast<double>(std::min(n - 1, b.kmax)) * b.port));
+        cross =
+            std::max(cross, hop / (static_cast<double>(std::min(n - 1, b.island_kmax)) * b.port));
       } else if (dt.pattern == Pattern::kPipeline) {
         cross = std::max(cross, S / b.port);
       } else {
@@ -1388,12 +1384,17 @@ std::vector<double> host_floors(const DimTraffic& dt, const BoundMachine& b, dou
     double v = 0;
     const double kd = static_cast<double>(k);
     if (dt.pattern == Pattern::kRing) {
-      // The rank sends (k-1)/k V along its host's chain over NVLink and hop/k to the next host:
-      // over NVLink when that host shares its NVLink domain (then V in all), else by its NICs.
+      // The rank's NCCL node (its host, or its NVLink clique) holds j >= k of the group: the
+      // rank sends (j-1)/j V along the node's chain over NVLink and hop/j to the next node by
+      // its own NICs; with all n on the node, V over NVLink.
       const double V = internal::ring_volume(n, S);
-      const double hop = ring_only ? V : least_hop(dt, n - k, b.kmax);
-      const double by_nic = std::max((kd - 1) / kd * V / nv, hop / kd / port);
-      v = (k == n) ? V / nv : (b.has_domains ? std::min(V / nv, by_nic) : by_nic);
+      const long long top = b.has_domains ? std::min(n, b.island_kmax) : k;
+      v = std::numeric_limits<double>::infinity();
+      for (long long j = k; j <= top; ++j) {
+        const double jd = static_cast<double>(j);
+        const double hop = ring_only ? V : least_hop(dt, n - j, b.island_kmax);
+        v = std::min(v, j == n ? V / nv : std::max((jd - 1) / jd * V / nv, hop / jd / port));
+      }
     } else if (dt.pattern == Pattern::kAllToAll) {
       // What the rank receives: A from its host over NVLink, X from off the host, each flow into
       // its own NIC ports (PXN or not) or, from a host of its NVLink domain, over NVLink.
@@ -1445,20 +1446,11 @@ std::vector<double> island_floors(const DimTraffic& dt, const BoundMachine& b, d
       if (k == n) {
         v = V / nv;  // every member sends V over NVLink (in-host chain or domain hop)
       } else {
-        // The island's k members sit on hosts h with k_h each; e >= 1 of those hosts hand the
-        // ring to a host off the island (NIC: the hop spread over the exit host's k_h <= k/e
-        // members, and k_h <= kmax), the others to a host of the island (NVLink). NVLink egress
-        // of the k members: sum (k_h - 1) V + (hosts - e) V = (k - e) V. The hop is a two-host
-        // tree's only where the island is one host and the others fit on another.
-        const double hop = k <= b.kmax ? least_hop(dt, n - k, b.kmax) : V;
-        v = std::numeric_limits<double>::infinity();
-        const long long emax = std::min(k, b.island_hosts_max);
-        for (long long e = 1; e <= emax; ++e) {
-          const double on_nvlink = (kd - static_cast<double>(e)) / kd * V / nv;
-          const double on_nic = hop / (static_cast<double>(std::min(b.kmax, k / e)) * port);
-          v = std::min(v, std::max(on_nvlink, on_nic));
-          if (on_nic >= on_nvlink) break;  // on_nic only grows with e, on_nvlink only falls
-        }
+        // The island is the rank's NCCL node: its k members form one chain over NVLink, and
+        // each sends hop/k to the next node by its own NICs (a two-node tree's bytes where the
+        // others fit on one island).
+        const double hop = least_hop(dt, n - k, b.island_kmax);
+        v = std::max((kd - 1) / kd * V / nv, hop / (kd * port));
       }
     } else if (dt.pattern == Pattern::kAllToAll) {
       // The rank's k - 1 island peers use NVLink both ways; the n - k others each send bytes/n
@@ -1498,7 +1490,8 @@ double overlapped_lower_bound(const Machine& m, const Traffic& t) {
     const double steps = dt.pattern == Pattern::kRing ? 2.0 * (dt.size - 1.0) : 1.0;
     latency += dt.calls * steps * b.lat_min * 1e-6;
     const double nd = static_cast<double>(dt.size);
-    bytes += dt.pattern == Pattern::kRing ? static_cast<double>(t.world) * any_split_hop(dt, b.kmax)
+    bytes += dt.pattern == Pattern::kRing
+                 ? static_cast<double>(t.world) * any_split_hop(dt, b.island_kmax)
              : dt.pattern == Pattern::kAllToAll
                  ? static_cast<double>(t.world) * (nd - 1) / nd * dt.bytes
                  : 2.0 * static_cast<double>(t.world / dt.size) * (nd - 1) * dt.bytes;
@@ -1552,9 +1545,12 @@ double lower_bound(const Machine& m, const Traffic& t) {
     places.erase(std::unique(places.begin(), places.end()), places.end());
     places.erase(std::remove(places.begin(), places.end(), 0LL), places.end());
     if (places.size() > kPlaceSizes) places.resize(kPlaceSizes);
-    for (long long c : places) lb = std::max(lb, least_sum_trees(fr, f, sizes, c, b.kmax));
+    for (long long c : places) {
+      lb = std::max(lb, least_sum_trees(fr, f, sizes, c, b.kmax, !b.has_domains));
+    }
   }
-  lb = std::max(lb, joint_crossing_bound(m, t, f, fi, sizes, b.host_slots, b.island_slots, b.kmax));
+  lb = std::max(
+      lb, joint_crossing_bound(m, t, f, fi, sizes, b.host_slots, b.island_slots, b.island_kmax));
   if (!t.matrix.empty()) {
     double bytes = 0;
     for (const auto& fl : t.matrix) bytes += fl.from != fl.to ? fl.bytes : 0;

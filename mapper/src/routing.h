@@ -62,6 +62,14 @@ inline long long island_key(const Machine& m, std::size_t h) {
   return m.domain_of_host[h] >= 0 ? -1 - m.domain_of_host[h] : static_cast<long long>(h);
 }
 
+// The NCCL node a host's GPUs belong to, as a HostGroups key below 2 x hosts: with MNNVL, NCCL
+// merges the topology of every GPU of one NVLink clique and counts the clique as one node (its
+// rings, trees and algorithm choice see nodes, not hosts); outside a domain, the host.
+inline std::uint32_t nccl_node(const Machine& m, std::size_t h) {
+  const int d = m.domain_of_host[h];
+  return static_cast<std::uint32_t>(d >= 0 ? m.hosts.size() + static_cast<std::size_t>(d) : h);
+}
+
 // Parallel links ECMP hashes each resource's flows onto: 0 where flows spread evenly (NVLink,
 // NICs, adaptive routing), the group's uplink links on an ECMP level.
 inline std::vector<std::uint32_t> resource_ecmp_links(const Machine& m, const ResourceIndex& r) {
@@ -159,11 +167,12 @@ inline double reach_latency_us(const Machine& m, int reached) {
   return v[std::min<std::size_t>(static_cast<std::size_t>(reached), v.size() - 1)];
 }
 
-// Scratch space for grouping a collective's members by host in first-rank order.
+// Scratch space for grouping a collective's members by NCCL node (host, or NVLink clique) in
+// first-rank order.
 struct HostGroups {
   std::vector<std::uint32_t> stamp, pos;
   std::uint32_t gen = 0;
-  std::vector<std::uint32_t> order;                 // hosts by first appearance
+  std::vector<std::uint32_t> order;                 // nodes by first appearance
   std::vector<std::vector<std::uint32_t>> members;  // per position: slots in rank order
 
   void reset(std::size_t hosts) {
@@ -193,16 +202,17 @@ inline double ring_volume(long long n, double bytes) {
   return 2.0 * static_cast<double>(n - 1) / static_cast<double>(n) * bytes;
 }
 
-// What one host of an all-reduce group spanning exactly two hosts sends to the other: NCCL runs
-// Tree (or NVLS-Tree) there, one reduce and one broadcast over the single inter-node edge, so
-// each host sends its `bytes` once where a ring sends V (docs/mapper.md).
+// What one node of an all-reduce group spanning exactly two NCCL nodes (hosts, or NVLink cliques)
+// sends to the other: NCCL runs Tree (or NVLS-Tree) there, one reduce and one broadcast over the
+// single inter-node edge, so each node sends its `bytes` once where a ring sends V
+// (docs/mapper.md).
 inline double two_host_tree_volume(double bytes) { return bytes; }
 
 // The flows of one group of dim `d` whose members (slots, in rank order) are members[0..n):
-// pipeline stage to stage both ways; NCCL's ring (nodes numbered by first rank, a chain through
-// each node's GPUs, one hop to the next node spread over the node's GPUs' NICs; an all-reduce on
-// two hosts runs as a tree and sends `bytes` each way); all-to-all every ordered pair. Returns
-// the highest level a flow reached.
+// pipeline stage to stage both ways; NCCL's ring (nodes, nccl_node(), numbered by first rank, a
+// chain through each node's GPUs, one hop to the next node spread over the node's GPUs' NICs; an
+// all-reduce on two nodes runs as a tree and sends `bytes` each way); all-to-all every ordered
+// pair. Returns the highest level a flow reached.
 template <class Sink>
 int route_group(const Machine& m, const ResourceIndex& res, const DimTraffic& d,
                 const std::uint32_t* members, HostGroups& hg, Sink& sink) {
@@ -217,21 +227,18 @@ int route_group(const Machine& m, const ResourceIndex& res, const DimTraffic& d,
       flow(members[i + 1], members[i], d.bytes, true);
     }
   } else if (d.pattern == Pattern::kRing) {
-    hg.reset(m.hosts.size());
-    for (long long i = 0; i < n; ++i) hg.add(m.slots[members[i]].host, members[i]);
-    const std::size_t hosts = hg.order.size();
+    hg.reset(2 * m.hosts.size());
+    for (long long i = 0; i < n; ++i) hg.add(nccl_node(m, m.slots[members[i]].host), members[i]);
+    const std::size_t nodes = hg.order.size();
     const double v = ring_volume(n, d.bytes);
-    if (hosts == 1) {
+    if (nodes == 1) {
       for (long long i = 0; i < n; ++i) flow(members[i], members[(i + 1) % n], v, false);
     } else {
-      // Two hosts of one NVLink domain are one NCCL node: no tree between them.
-      const int dom = m.domain_of_host[hg.order[0]];
-      const bool tree =
-          d.all_reduce && hosts == 2 && (dom < 0 || dom != m.domain_of_host[hg.order[1]]);
+      const bool tree = d.all_reduce && nodes == 2;
       const double hop = tree ? two_host_tree_volume(d.bytes) : v;
-      for (std::size_t h = 0; h < hosts; ++h) {
+      for (std::size_t h = 0; h < nodes; ++h) {
         const auto& here = hg.members[h];
-        const auto& next = hg.members[(h + 1) % hosts];
+        const auto& next = hg.members[(h + 1) % nodes];
         const std::size_t k = here.size();
         if (k >= 2) {
           double intra = v * static_cast<double>(k - 1) / static_cast<double>(k);

@@ -629,6 +629,28 @@ TEST(CostModelTest, AllReduceOnTwoHostsRunsAsATreeAndSendsItsBytesOnce) {
               S3 * 1e-12);
 }
 
+TEST(CostModelTest, AnNvlinkCliqueIsOneNcclNode) {
+  // NVLink domains of 2 hosts x 4 GPUs (hosts 0-1, hosts 2-3), each GPU its own 25 GB/s NIC.
+  // With MNNVL, NCCL merges a clique's GPUs into one node. dp=12 on hosts 0, 1, 2 spans two
+  // nodes, so it runs as a tree: clique {0, 1} sends S once, spread over its 8 GPUs' NICs (S/8
+  // out of host 0's port 0), and host 2 sends S over its 4 (S/4). Counted by host it would be a
+  // ring of three with host 0's hop to host 1 on NVLink: nothing out of host 0's NICs.
+  const FatTreeSpec spec = nvl(tiny(4, 2, 4, 1), 2);
+  const model::Evaluated tree = model::evaluated(small(spec, {4, 4, 4}, "dp=12"));
+  ASSERT_EQ(tree.in.machine.domain_of_host[0], tree.in.machine.domain_of_host[1]);
+  ASSERT_NE(tree.in.machine.domain_of_host[1], tree.in.machine.domain_of_host[2]);
+  const double S = model::dim(tree.in, "dp").bytes;
+  EXPECT_NEAR(model::carried(tree.loads, "NIC out of node00000 port 0"), S / 8, S * 1e-12);
+  EXPECT_NEAR(model::carried(tree.loads, "NIC out of node00001 port 3"), S / 8, S * 1e-12);
+  EXPECT_NEAR(model::carried(tree.loads, "NIC out of node00002 port 0"), S / 4, S * 1e-12);
+  // cp is a ring, not an all-reduce: a ring of two nodes, each GPU of the clique sending V/8 of
+  // its hop V = 2 x 11/12 x C by its own NIC, each GPU of host 2 V/4.
+  const model::Evaluated ring = model::evaluated(small(spec, {4, 4, 4}, "cp=12"));
+  const double V = 2.0 * 11 / 12 * model::dim(ring.in, "cp").bytes;
+  EXPECT_NEAR(model::carried(ring.loads, "NIC out of node00000 port 0"), V / 8, V * 1e-12);
+  EXPECT_NEAR(model::carried(ring.loads, "NIC out of node00002 port 3"), V / 4, V * 1e-12);
+}
+
 TEST(CostModelTest, SendRecvGoesThroughThePeerIndexNicByPxnOnAnyFabric) {
   // Not rail-optimized: 2 hosts x 2 GPUs on one leaf, NVSwitch nodes. ep=2 between host 0's
   // GPU 0 and host 1's GPU 1 (bound GPUs): each sends S/2. NCCL's PXN (P2P_PXN_LEVEL 2) sends
