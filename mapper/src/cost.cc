@@ -804,9 +804,22 @@ void raise_by_other_members(std::vector<double>& f, long long n) {
   }
 }
 
+// Whether a place can have m as the fewest members of a dim's group (of n) that a rank on it
+// finds there: the dim's groups cut the place's ranks into lines, one of m and the others of m
+// to n each, so the rest, `rest` = (ranks on the place) - m, is a sum of such counts. The ranks
+// counted are those of the place's quotient by the dims it holds whole (c over their sizes'
+// product): the lines there have the same counts.
+bool lines_fit(long long ranks, long long m, long long n) {
+  if (m >= n) return true;
+  const long long rest = ranks - m;
+  if (rest < 0) return false;
+  return rest == 0 || (rest + n - 1) / n <= rest / m;  // t lines of m..n: some t with tm<=rest<=tn
+}
+
 // The least sum_d f_d(m_d) over vectors with 1 <= m_d <= |f_d| and prod_d m_d <= c, where the
-// dims with m_d = n_d (the whole group on the place) have a product of sizes dividing c (the
-// walk argument in docs/mapper.md). Dims whose f is a single zero constrain nothing.
+// dims with m_d = n_d (the whole group on the place) have a product of sizes dividing c, and each
+// m_d fits the place's lines (lines_fit; the walk argument in docs/mapper.md). Dims whose f is a
+// single zero constrain nothing.
 double least_sum(const std::vector<std::vector<double>>& f, const std::vector<long long>& n,
                  long long c) {
   std::vector<std::size_t> live;
@@ -816,10 +829,14 @@ double least_sum(const std::vector<std::vector<double>>& f, const std::vector<lo
   if (live.empty()) return 0;
   c = std::max(1LL, c);
   double best = std::numeric_limits<double>::infinity();
+  std::vector<long long> pick(live.size(), 1);
   auto search = [&](auto&& self, std::size_t i, long long room, long long whole,
                     double sum) -> void {
     if (sum >= best) return;
     if (i == live.size()) {
+      for (std::size_t j = 0; j < live.size(); ++j) {
+        if (!lines_fit(c / whole, pick[j], n[live[j]])) return;
+      }
       best = sum;
       return;
     }
@@ -831,6 +848,7 @@ double least_sum(const std::vector<std::vector<double>>& f, const std::vector<lo
         w *= nd;
         if (c % w != 0) continue;  // a place closed under these dims holds a multiple of w
       }
+      pick[i] = k;
       self(self, i + 1, room / k, w, sum + fd[static_cast<std::size_t>(k - 1)]);
     }
   };
@@ -865,7 +883,11 @@ double least_sum_trees(const std::vector<std::vector<double>>& ring,
   double best = std::numeric_limits<double>::infinity();
   std::vector<double> val(any.size(), 0.0), clamp(any.size(), 0.0);
   std::vector<std::pair<std::size_t, long long>> trees;  // (dim, n - k) of tree choices
-  auto finish = [&]() {
+  std::vector<long long> pick(any.size(), 1);
+  auto finish = [&](long long whole) {
+    for (std::size_t e : live) {
+      if (!lines_fit(c / whole, pick[e], n[e])) return;
+    }
     std::fill(clamp.begin(), clamp.end(), 0.0);
     for (const auto& [d, q] : partners ? trees : decltype(trees){}) {
       for (std::size_t e : live) {
@@ -880,7 +902,7 @@ double least_sum_trees(const std::vector<std::vector<double>>& ring,
                     double partial) -> void {
     if (partial >= best) return;
     if (i == live.size()) {
-      finish();
+      finish(whole);
       return;
     }
     const std::size_t d = live[i];
@@ -895,6 +917,7 @@ double least_sum_trees(const std::vector<std::vector<double>>& ring,
       }
       const auto at = static_cast<std::size_t>(k - 1);
       const double r = at < fr.size() ? fr[at] : fa[at];
+      pick[d] = k;
       val[d] = r;
       self(self, i + 1, room / k, w, partial + r);
       if (fa[at] < r && k < nd) {  // a two-host tree is cheaper, with its partner's floors

@@ -418,6 +418,25 @@ TEST(CostTest, IslandBoundTighterThanHostBoundOnNvlinkDomains) {
   EXPECT_LE(lb, brute_force(in) * (1 + 1e-12));
 }
 
+// The walk's lines. Hosts of 3 GPUs lending 3, 3 and 2; tp=4, dp=2 (8 ranks). The 3 ranks of a
+// full host fall into tp groups as 3, 2 + 1 or 1 + 1 + 1, never with 2 as the fewest: a rank
+// with 2 tp peers there has a rank beside it with 1 or 3, and 3 leaves the group's fourth member
+// alone on another host. So some tp member is a one-GPU piece: its group spans two hosts (a
+// tree, S_tp each way) or three (a ring, V_tp), and it sends at least S_tp through its one 25
+// GB/s port. The count argument alone would let the rank have 2 tp peers: S_tp / (2 port).
+TEST(CostTest, WalkKnowsWhichFewestMembersAPlaceCanHold) {
+  Small s = small(tiny(3, 3, 3, 1), {3, 3, 2}, "tp=4,dp=2");
+  Instance in = make_instance(s.fabric, s.nodes, s.request);
+  double S = 0;
+  for (const auto& d : in.traffic.dims) S = d.name == "tp" ? d.bytes : S;
+  ASSERT_GT(S, 0);
+  const double lb = lower_bound(in.machine, in.traffic), best = brute_force(in);
+  EXPECT_GE(lb, S / 25e9);
+  EXPECT_LE(lb, best * (1 + 1e-12));
+  std::cout << "  bound " << lb << " s, S_tp / port " << S / 25e9 << " s, optimum " << best
+            << " s\n";
+}
+
 // The joint crossing bound: instances where a leaf cannot hold whole groups of two heavy dims at
 // once (oversubscribed leaves, rings, all-to-all and pipelines, three tiers, fragments, NVLink
 // domains straddling leaves). The bound alone against brute force.
