@@ -114,8 +114,15 @@ std::vector<std::size_t> pack(const std::vector<long long>& count, long long uni
 
 // Refinement budget: moves per millisecond of Request::refine_budget_ms, and a cap on the
 // work of all moves together (group members re-routed, resources rescanned), so that a large
-// instance stays within a fraction of a second on one core. Counted, never timed.
-constexpr double kMovesPerMs = 0.5;
+// instance stays within a fraction of a second on one core. Counted, never timed. Whole-host
+// steps: kMovesPerMsLeast (100 moves for 200 ms), plus the kicks below. Steps whose hosts are cut
+// into pieces, where starts differ in their cuts and refinement keeps finding more: a move
+// costs more the larger the step, so kMovesRanks / ranks per ms between the two limits (2,000
+// moves on steps of up to 512 ranks, median 20 ms of a partial-host suite plan on one core; 100
+// from 10,240 ranks up, where more moves only spend time), and up to kTwoStartRanks ranks the
+// best two starts are refined, each with half.
+constexpr double kMovesPerMsMost = 10, kMovesPerMsLeast = 0.5, kMovesRanks = 5120;
+constexpr long long kTwoStartRanks = 4096;
 constexpr long long kRefineWork = 40'000'000;
 // Kicks out of host-order plateaus (refine_hosts) on jobs of at most this many hosts: how many,
 // and the moves they may spend together.
@@ -555,13 +562,20 @@ class Mapper {
     const ScoreOrder better(starts.front().first);
     std::stable_sort(starts.begin(), starts.end(),
                      [&](const auto& x, const auto& y) { return better(x.first, y.first); });
+    const bool partial = partial_hosts(heavy);
     const long long budget =
         req_.refine_moves >= 0
             ? req_.refine_moves
-            : static_cast<long long>(std::max(0.0, req_.refine_budget_ms) * kMovesPerMs);
-    // Small instances: steepest descent from the best few starts (local optima differ);
-    // larger ones: one refinement of the best start.
-    const std::size_t tries = t.world <= 24 ? std::min<std::size_t>(4, starts.size()) : 1;
+            : static_cast<long long>(
+                  std::max(0.0, req_.refine_budget_ms) *
+                  (partial ? std::clamp(
+                                 kMovesRanks / static_cast<double>(std::max<long long>(1, t.world)),
+                                 kMovesPerMsLeast, kMovesPerMsMost)
+                           : kMovesPerMsLeast));
+    // Small instances: steepest descent from the best few starts (local optima differ); pieces
+    // on up to kTwoStartRanks: the best two, each with half the budget; else the best start.
+    const std::size_t tries = std::min<std::size_t>(
+        t.world <= 24 ? 4 : (partial && t.world <= kTwoStartRanks ? 2 : 1), starts.size());
     // Within 0.5% of the bound the optimum is at most that much better: stop searching.
     const double good_enough = t.world <= 24 ? 0.0 : bound * 1.005;
     Assignment best = starts[0].second;
@@ -582,6 +596,15 @@ class Mapper {
 
  private:
   using Starts = std::vector<std::pair<Score, Assignment>>;
+
+  // Whether some host lends fewer slots than a unit of the heaviest dim, or a number that is no
+  // multiple of one: then its groups are cut into pieces.
+  bool partial_hosts(const std::vector<std::size_t>& heavy) const {
+    if (heavy.empty()) return false;
+    const auto u = static_cast<std::size_t>(in_.traffic.dims[heavy[0]].size);
+    return std::any_of(slots_of_host_.begin(), slots_of_host_.end(),
+                       [&](const auto& sl) { return sl.size() % u != 0; });
+  }
 
   // Dims that communicate, heaviest (bytes per rank) first.
   std::vector<std::size_t> heavy_dims() const {
@@ -646,11 +669,7 @@ class Mapper {
     consider(block_by_name());
     // Hosts lending fewer slots than a unit of the innermost dim: pieces, for the two orders
     // that put the heaviest dims innermost (the layout's and by weight).
-    bool partial = false;
-    if (!heavy.empty()) {
-      const auto u = static_cast<std::size_t>(t.dims[heavy[0]].size);
-      for (const auto& sl : slots_of_host_) partial |= sl.size() % u != 0;
-    }
+    const bool partial = partial_hosts(heavy);
     const std::vector<std::vector<std::size_t>> orders = candidate_orders(heavy);
     for (std::size_t o = 0; o < orders.size(); ++o) {
       for (Packing packing :

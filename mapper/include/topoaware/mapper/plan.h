@@ -32,9 +32,9 @@ struct Request {
   // it holds. Empty: free choice. Non-empty: the plan permutes ranks only.
   std::vector<int> bound_gpu;
   double refine_budget_ms = 200;    // refinement budget (deterministic: counted in moves)
-  // Explicit refinement budget in evaluated moves (host or rank exchanges); -1: one move per
-  // 2 ms of refine_budget_ms (100 by default). Either way the work of all moves is capped (docs/mapper.md), never by
-  // wall time.
+  // Explicit refinement budget in evaluated moves (host or rank exchanges); -1: from
+  // refine_budget_ms, 100 moves by default, up to 2,000 where hosts are cut into pieces
+  // (docs/mapper.md). Either way the work of all moves is capped, never by wall time.
   long long refine_moves = -1;
   // A per-node launcher (torchrun, accelerate, deepspeed) starts tasks_per_host[h] workers on each
   // host and numbers them node_rank*G + local_rank: each host's ranks must be one contiguous block.
