@@ -32,6 +32,8 @@ struct Exit {
 
 // Writes `text` to `path`, or to stdout when path is empty or "-". Throws topology::Error.
 void write_output(const std::string& path, const std::string& text);
+// The same for output too large to build as one string first: `emit` writes it to the stream.
+void write_output(const std::string& path, const std::function<void(std::ostream&)>& emit);
 
 // --format, the input file's format (overriding detection from its content), worded the same in
 // every command that reads a file: "auto" or one of `kind`'s names (input_format.h).

@@ -7,7 +7,9 @@
 // per task and variable, "<task> NAME=value", tasks ascending, names sorted within a task.
 #include <algorithm>
 #include <map>
+#include <ostream>
 #include <sstream>
+#include <string_view>
 
 #include "cli.h"
 #include "plan_io.h"
@@ -116,53 +118,83 @@ std::string render_table(const mapper::RankPlan& p, const mapper::RankPlan* topo
 
 constexpr const char* kRanksMark = "\x01ranks\x01";
 
-// The "ranks" array as nlohmann's dump(2) writes it at depth 1 (keys sorted).
-std::string ranks_json(const mapper::RankPlan& p) {
-  if (p.tasks.empty()) return "[]";
-  auto str = [](const std::string& v) { return nlohmann::json(v).dump(); };
-  std::string out = "[\n";
-  out.reserve(p.tasks.size() * 400);
+// The "ranks" array as nlohmann's dump(2) writes it at depth 1 (keys sorted), written to `os`
+// through one reused buffer: at 131,072 ranks (some 50 MB) building the whole text first, with
+// its temporaries and copies, was most of `map`'s time.
+void write_ranks_json(const mapper::RankPlan& p, std::ostream& os) {
+  if (p.tasks.empty()) {
+    os << "[]";
+    return;
+  }
+  constexpr std::size_t kFlush = 1 << 20;
+  std::string out;
+  out.reserve(kFlush + 4096);
+  auto str = [&out](const std::string& v) { out += nlohmann::json(v).dump(); };
+  auto num = [&out](long long v) { out += std::to_string(v); };
+  out += "[\n";
+  std::vector<std::pair<std::string, int>> coords;
   for (std::size_t i = 0; i < p.tasks.size(); ++i) {
     const auto& t = p.tasks[i];
-    out += "    {\n      \"busid\": " + str(t.gpu_busid) + ",\n      \"coords\": ";
-    std::vector<std::pair<std::string, int>> coords = t.coords;
+    out += "    {\n      \"busid\": ";
+    str(t.gpu_busid);
+    out += ",\n      \"coords\": ";
+    coords = t.coords;
     std::sort(coords.begin(), coords.end());
     if (coords.empty()) {
       out += "{}";
     } else {
       out += "{\n";
       for (std::size_t k = 0; k < coords.size(); ++k) {
-        out += "        " + str(coords[k].first) + ": " + std::to_string(coords[k].second) +
-               (k + 1 < coords.size() ? ",\n" : "\n");
+        out += "        ";
+        str(coords[k].first);
+        out += ": ";
+        num(coords[k].second);
+        out += k + 1 < coords.size() ? ",\n" : "\n";
       }
       out += "      }";
     }
-    out += ",\n      \"cpus\": " + str(cpu_ranges(t.cpus));
-    out += ",\n      \"gpu\": " + std::to_string(t.gpu);
-    out += ",\n      \"host\": " + str(p.hosts[t.host]);
-    out += ",\n      \"local_rank\": " + std::to_string(t.local_rank);
-    out += ",\n      \"netdev\": " + str(t.netdev);
-    out += ",\n      \"nic\": " + str(t.nics.empty() ? std::string() : t.nics[0]);
+    out += ",\n      \"cpus\": ";
+    str(cpu_ranges(t.cpus));
+    out += ",\n      \"gpu\": ";
+    num(t.gpu);
+    out += ",\n      \"host\": ";
+    str(p.hosts[t.host]);
+    out += ",\n      \"local_rank\": ";
+    num(t.local_rank);
+    out += ",\n      \"netdev\": ";
+    str(t.netdev);
+    out += ",\n      \"nic\": ";
+    str(t.nics.empty() ? std::string() : t.nics[0]);
     out += ",\n      \"nics\": ";
     if (t.nics.empty()) {
       out += "[]";
     } else {
       out += "[\n";
       for (std::size_t k = 0; k < t.nics.size(); ++k) {
-        out += "        " + str(t.nics[k]) + (k + 1 < t.nics.size() ? ",\n" : "\n");
+        out += "        ";
+        str(t.nics[k]);
+        out += k + 1 < t.nics.size() ? ",\n" : "\n";
       }
       out += "      ]";
     }
-    out += ",\n      \"node_rank\": " + std::to_string(t.node_rank);
-    out += ",\n      \"rank\": " + std::to_string(t.rank);
-    out += ",\n      \"task\": " + std::to_string(t.task);
+    out += ",\n      \"node_rank\": ";
+    num(t.node_rank);
+    out += ",\n      \"rank\": ";
+    num(t.rank);
+    out += ",\n      \"task\": ";
+    num(t.task);
     out += i + 1 < p.tasks.size() ? "\n    },\n" : "\n    }\n";
+    if (out.size() >= kFlush) {
+      os << out;
+      out.clear();
+    }
   }
-  return out + "  ]";
+  out += "  ]";
+  os << out;
 }
 
-std::string render_json(const mapper::RankPlan& p, const mapper::RankPlan& topo,
-                        const std::vector<std::string>& health, const MapOptions& o) {
+void write_json(const mapper::RankPlan& p, const mapper::RankPlan& topo,
+                const std::vector<std::string>& health, const MapOptions& o, std::ostream& os) {
   nlohmann::json j;
   j["version"] = 1;
   j["inputs"] = inputs_to_json(o.in);
@@ -196,11 +228,12 @@ std::string render_json(const mapper::RankPlan& p, const mapper::RankPlan& topo,
   j["rail_optimized"] = p.rail_optimized;
   j["degraded"] = health;
   j["assumptions"] = p.assumptions;
-  std::string text = j.dump(2);
+  const std::string rest = j.dump(2);
   const std::string mark = nlohmann::json(kRanksMark).dump();
-  const std::size_t at = text.find(mark);
-  text.replace(at, mark.size(), ranks_json(p));
-  return text + "\n";
+  const std::size_t at = rest.find(mark);
+  os.write(rest.data(), static_cast<std::streamsize>(at));
+  write_ranks_json(p, os);
+  os << std::string_view(rest).substr(at + mark.size()) << '\n';
 }
 
 // Per Slurm task: a per-node launcher's task t runs on host t (one a host, Slurm's order).
@@ -314,8 +347,11 @@ void add_map(CLI::App& app, Common& common) {
         topo_plan = mapper::plan(l.fabric, l.nodes, r);
         topo = &topo_plan;
       }
-      text = o->format == "json" ? render_json(p, *topo, l.health, *o)
-                                 : render_table(p, topo, l.health, *o);
+      if (o->format == "json") {
+        write_output(o->output, [&](std::ostream& os) { write_json(p, *topo, l.health, *o, os); });
+        return;
+      }
+      text = render_table(p, topo, l.health, *o);
     }
     write_output(o->output, text);
   });

@@ -23,6 +23,20 @@ void write_output(const std::string& path, const std::string& text) {
   if (!out.flush()) throw topology::Error(topology::ErrorCode::kSystem, path, "write failed");
 }
 
+void write_output(const std::string& path, const std::function<void(std::ostream&)>& emit) {
+  if (path.empty() || path == "-") {
+    emit(std::cout);
+    std::cout.flush();
+    return;
+  }
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) {
+    throw topology::Error(topology::ErrorCode::kSystem, path, "cannot open for writing");
+  }
+  emit(out);
+  if (!out.flush()) throw topology::Error(topology::ErrorCode::kSystem, path, "write failed");
+}
+
 }  // namespace topoaware::cli
 
 int main(int argc, char** argv) {
