@@ -158,7 +158,7 @@ struct DimResult {
 // Routes one dim's groups; `finish`: ends the dim (its bandwidth time, loads cleared), else the
 // loads stay for the dims that overlap it and only the latency term is returned.
 DimResult route_dim(Router& router, const Machine& m, const DimTraffic& d,
-                    const std::vector<std::uint32_t>& slot_of_rank, internal::HostGroups& hg,
+                    const std::vector<std::uint32_t>& slot_of_rank, internal::NodeGroups& hg,
                     std::vector<std::uint32_t>& members, bool finish = true) {
   DimResult r;
   const long long n = d.size;
@@ -196,7 +196,7 @@ DimResult route_dim(Router& router, const Machine& m, const DimTraffic& d,
 double overlapped_seconds(const Machine& m, const Traffic& t,
                           const std::vector<std::uint32_t>& slot_of_rank, double* crossing) {
   Router router(m, false);
-  internal::HostGroups hg;
+  internal::NodeGroups hg;
   std::vector<std::uint32_t> members;
   double latency = 0;
   for (const auto& d : t.dims) {
@@ -227,7 +227,7 @@ CostReport evaluate_impl(const Machine& m, const Traffic& t,
     if (s >= m.slots.size()) throw Error("cost model: rank placed on a slot that does not exist");
   }
   Router router(m, detail);
-  internal::HostGroups hg;
+  internal::NodeGroups hg;
   std::vector<std::uint32_t> members;
   CostReport report;
   double worst_t = -1;
@@ -772,7 +772,7 @@ std::vector<double> host_port_capacity(const Machine& m) {
 double least_hop(const DimTraffic& dt, long long others, long long kmax) {
   const double V = internal::ring_volume(dt.size, dt.bytes);
   if (!dt.all_reduce || others > kmax) return V;
-  return std::min(V, internal::two_host_tree_volume(dt.bytes));
+  return std::min(V, internal::two_node_tree_volume(dt.bytes));
 }
 
 // The least hop of a group split over nodes in any way: a two-node tree needs n <= 2 kmax.
@@ -816,12 +816,12 @@ bool lines_fit(long long ranks, long long m, long long n) {
   return rest == 0 || (rest + n - 1) / n <= rest / m;  // t lines of m..n: some t with tm<=rest<=tn
 }
 
-// The least sum_d f_d(m_d) over vectors with 1 <= m_d <= |f_d| and prod_d m_d <= c, where the
-// dims with m_d = n_d (the whole group on the place) have a product of sizes dividing c, and each
-// m_d fits the place's lines (lines_fit; the walk argument in docs/mapper.md). Dims whose f is a
-// single zero constrain nothing.
+// The least sum_d f_d(m_d) over vectors with 1 <= m_d <= |f_d| and prod_d m_d <= c, where, when
+// the place's c slots all hold ranks (`full`), the dims with m_d = n_d (the whole group on the
+// place) have a product of sizes dividing c and each m_d fits the place's lines (lines_fit; the
+// walk argument in docs/mapper.md). Dims whose f is a single zero constrain nothing.
 double least_sum(const std::vector<std::vector<double>>& f, const std::vector<long long>& n,
-                 long long c) {
+                 long long c, bool full) {
   std::vector<std::size_t> live;
   for (std::size_t d = 0; d < f.size(); ++d) {
     if (f[d].size() > 1 || (f[d].size() == 1 && f[d][0] > 0)) live.push_back(d);
@@ -834,7 +834,7 @@ double least_sum(const std::vector<std::vector<double>>& f, const std::vector<lo
                     double sum) -> void {
     if (sum >= best) return;
     if (i == live.size()) {
-      for (std::size_t j = 0; j < live.size(); ++j) {
+      for (std::size_t j = 0; full && j < live.size(); ++j) {
         if (!lines_fit(c / whole, pick[j], n[live[j]])) return;
       }
       best = sum;
@@ -846,7 +846,7 @@ double least_sum(const std::vector<std::vector<double>>& f, const std::vector<lo
       long long w = whole;
       if (k == nd) {
         w *= nd;
-        if (c % w != 0) continue;  // a place closed under these dims holds a multiple of w
+        if (full && c % w != 0) continue;  // a place closed under these holds a multiple of w
       }
       pick[i] = k;
       self(self, i + 1, room / k, w, sum + fd[static_cast<std::size_t>(k - 1)]);
@@ -856,17 +856,17 @@ double least_sum(const std::vector<std::vector<double>>& f, const std::vector<lo
   return best;
 }
 
-// least_sum where an all-reduce's floor at k members may be a two-host tree's (any[d], below
+// least_sum where an all-reduce's floor at k members may be a two-node tree's (any[d], below
 // ring[d]): then the group's other host P holds its other n - k members, which lie in n - k
 // distinct groups of every other dim e (they differ in d's coordinate), so some rank of P has at
 // most kmax / (n - k) e-peers on P and time_e >= g_e(n - k) = the least f_e up to there. The
 // search takes, per all-reduce dim, the ring's floor or the tree's with those floors on the
-// others (docs/mapper.md, "Lower bound", two-host trees). `partners`: whether a tree's other
+// others (docs/mapper.md, "Lower bound", two-node trees). `partners`: whether a tree's other
 // node is one host. With NVLink domains it may be a clique of several hosts, whose members of
 // the group need not be crowded on one host, and the partner floors are left out.
 double least_sum_trees(const std::vector<std::vector<double>>& ring,
                        const std::vector<std::vector<double>>& any, const std::vector<long long>& n,
-                       long long c, long long kmax, bool partners) {
+                       long long c, long long kmax, bool partners, bool full) {
   std::vector<std::size_t> live;
   for (std::size_t d = 0; d < any.size(); ++d) {
     if (any[d].size() > 1 || (any[d].size() == 1 && any[d][0] > 0)) live.push_back(d);
@@ -886,7 +886,7 @@ double least_sum_trees(const std::vector<std::vector<double>>& ring,
   std::vector<long long> pick(any.size(), 1);
   auto finish = [&](long long whole) {
     for (std::size_t e : live) {
-      if (!lines_fit(c / whole, pick[e], n[e])) return;
+      if (full && !lines_fit(c / whole, pick[e], n[e])) return;
     }
     std::fill(clamp.begin(), clamp.end(), 0.0);
     for (const auto& [d, q] : partners ? trees : decltype(trees){}) {
@@ -913,14 +913,14 @@ double least_sum_trees(const std::vector<std::vector<double>>& ring,
       long long w = whole;
       if (k == nd) {
         w *= nd;
-        if (c % w != 0) continue;  // a place closed under these dims holds a multiple of w
+        if (full && c % w != 0) continue;  // a place closed under these holds a multiple of w
       }
       const auto at = static_cast<std::size_t>(k - 1);
       const double r = at < fr.size() ? fr[at] : fa[at];
       pick[d] = k;
       val[d] = r;
       self(self, i + 1, room / k, w, partial + r);
-      if (fa[at] < r && k < nd) {  // a two-host tree is cheaper, with its partner's floors
+      if (fa[at] < r && k < nd) {  // a two-node tree is cheaper, with its partner's floors
         val[d] = fa[at];
         trees.emplace_back(d, nd - k);
         self(self, i + 1, room / k, w, partial + fa[at]);
@@ -936,13 +936,13 @@ double least_sum_trees(const std::vector<std::vector<double>>& ring,
 // the divisibility condition makes the smallest place not always the best). At most
 // `max_sizes` distinct sizes, the smallest, keep it cheap.
 double least_sum_over(const std::vector<std::vector<double>>& f, const std::vector<long long>& n,
-                      std::vector<long long> sizes, std::size_t max_sizes) {
+                      std::vector<long long> sizes, std::size_t max_sizes, bool full) {
   std::sort(sizes.begin(), sizes.end());
   sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
   sizes.erase(std::remove(sizes.begin(), sizes.end(), 0LL), sizes.end());
   if (sizes.size() > max_sizes) sizes.resize(max_sizes);
   double best = 0;
-  for (long long c : sizes) best = std::max(best, least_sum(f, n, c));
+  for (long long c : sizes) best = std::max(best, least_sum(f, n, c, full));
   return best;
 }
 
@@ -1170,8 +1170,8 @@ double joint_crossing_bound(const Machine& m, const Traffic& t,
       for (std::size_t k = 0; k < fi[d].size(); ++k) fis[d][k] = theta[i] * fi[d][k];
       w[i] = (1 - theta[i]) * out[i];
     }
-    const double walk = std::max(least_sum_over(fs, sizes, host_slots, kPlaceSizes),
-                                 least_sum_over(fis, sizes, island_slots, kPlaceSizes));
+    const double walk = std::max(least_sum_over(fs, sizes, host_slots, kPlaceSizes, true),
+                                 least_sum_over(fis, sizes, island_slots, kPlaceSizes, true));
     // least_cut is a least sum of w-weighted counts: scaling every weight by one factor scales
     // it alike, so a theta common to all dims reuses the cut at full weight.
     std::vector<double> h;
@@ -1303,7 +1303,8 @@ BoundMachine bound_machine(const Machine& m) {
   return b;
 }
 
-// An all-reduce runs as a tree only on groups that span exactly two hosts. A host lending
+// An all-reduce runs as a tree only on groups that span exactly two nodes, here hosts (the floor
+// is left out with NVLink domains, whose nodes are cliques of hosts). A host lending
 // 1..j slots (j < n/2) holds a piece of at most j members of some group; were that group a
 // two-host tree, its other host would hold n - k >= n - j members of it, and two such hosts
 // cannot share one group (their pieces add up to less than n). A host of c slots holds n - j
@@ -1556,12 +1557,15 @@ double lower_bound(const Machine& m, const Traffic& t) {
   // a rank with that few: time_d >= f_d(m_d) through r_d. Walking from any rank of S along dim
   // 1 (at least m_1 choices), then dim 2 (m_2 choices each), ... reaches prod_d m_d distinct
   // ranks of S, so prod_d m_d <= c. Where m_d = n_d for every d of a set F, S is closed under
-  // moves in F: a union of F-cosets of prod_F n_d ranks each, so prod_F n_d divides c. Minimize
-  // sum_d f_d(m_d) under both; every place gives a true bound, so take the largest.
+  // moves in F: a union of F-cosets of prod_F n_d ranks each, so prod_F n_d divides c. And d's
+  // groups cut S into lines of m_d..n_d ranks, one of m_d (lines_fit). Minimize sum_d f_d(m_d)
+  // under the three; every place gives a true bound, so take the largest.
   std::vector<long long> sizes(D);
   for (std::size_t d = 0; d < D; ++d) sizes[d] = t.dims[d].size;
   constexpr std::size_t kPlaceSizes = 32;
-  double lb = least_sum_over(fi, sizes, b.island_slots, kPlaceSizes);
+  // Every slot holds a rank (plan()'s instances): the closure and lines conditions hold.
+  const bool full = static_cast<long long>(m.slots.size()) == t.world;
+  double lb = least_sum_over(fi, sizes, b.island_slots, kPlaceSizes, full);
   {
     std::vector<long long> places = b.host_slots;  // the walk over hosts, trees argued apart
     std::sort(places.begin(), places.end());
@@ -1569,7 +1573,7 @@ double lower_bound(const Machine& m, const Traffic& t) {
     places.erase(std::remove(places.begin(), places.end(), 0LL), places.end());
     if (places.size() > kPlaceSizes) places.resize(kPlaceSizes);
     for (long long c : places) {
-      lb = std::max(lb, least_sum_trees(fr, f, sizes, c, b.kmax, !b.has_domains));
+      lb = std::max(lb, least_sum_trees(fr, f, sizes, c, b.kmax, !b.has_domains, full));
     }
   }
   lb = std::max(

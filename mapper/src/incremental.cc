@@ -9,7 +9,7 @@
 
 namespace topoaware::mapper {
 
-using internal::HostGroups;
+using internal::NodeGroups;
 using internal::ResourceIndex;
 
 struct IncrementalCost::State {
@@ -31,7 +31,7 @@ struct IncrementalCost::State {
   double crossing = 0;
   double zero = 0;  // loads below this are rounding residue of removed flows
   long long work = 0;
-  HostGroups hg;
+  NodeGroups hg;
   std::vector<std::uint32_t> members;
   std::vector<std::size_t> touched;  // resources whose load rose since the last update_worst
   // The last exchange's undo journal: every load it changed with the value before, and the

@@ -62,7 +62,7 @@ inline long long island_key(const Machine& m, std::size_t h) {
   return m.domain_of_host[h] >= 0 ? -1 - m.domain_of_host[h] : static_cast<long long>(h);
 }
 
-// The NCCL node a host's GPUs belong to, as a HostGroups key below 2 x hosts: with MNNVL, NCCL
+// The NCCL node a host's GPUs belong to, as a NodeGroups key below 2 x hosts: with MNNVL, NCCL
 // merges the topology of every GPU of one NVLink clique and counts the clique as one node (its
 // rings, trees and algorithm choice see nodes, not hosts); outside a domain, the host.
 inline std::uint32_t nccl_node(const Machine& m, std::size_t h) {
@@ -169,30 +169,30 @@ inline double reach_latency_us(const Machine& m, int reached) {
 
 // Scratch space for grouping a collective's members by NCCL node (host, or NVLink clique) in
 // first-rank order.
-struct HostGroups {
+struct NodeGroups {
   std::vector<std::uint32_t> stamp, pos;
   std::uint32_t gen = 0;
   std::vector<std::uint32_t> order;                 // nodes by first appearance
   std::vector<std::vector<std::uint32_t>> members;  // per position: slots in rank order
 
-  void reset(std::size_t hosts) {
-    if (stamp.size() != hosts) {
-      stamp.assign(hosts, 0);
-      pos.assign(hosts, 0);
+  void reset(std::size_t nodes) {
+    if (stamp.size() != nodes) {
+      stamp.assign(nodes, 0);
+      pos.assign(nodes, 0);
       gen = 0;
     }
     ++gen;
     order.clear();
   }
-  void add(std::uint32_t host, std::uint32_t slot) {
-    if (stamp[host] != gen) {
-      stamp[host] = gen;
-      pos[host] = static_cast<std::uint32_t>(order.size());
-      order.push_back(host);
+  void add(std::uint32_t node, std::uint32_t slot) {
+    if (stamp[node] != gen) {
+      stamp[node] = gen;
+      pos[node] = static_cast<std::uint32_t>(order.size());
+      order.push_back(node);
       if (members.size() < order.size()) members.emplace_back();
       members[order.size() - 1].clear();
     }
-    members[pos[host]].push_back(slot);
+    members[pos[node]].push_back(slot);
   }
 };
 
@@ -206,7 +206,7 @@ inline double ring_volume(long long n, double bytes) {
 // sends to the other: NCCL runs Tree (or NVLS-Tree) there, one reduce and one broadcast over the
 // single inter-node edge, so each node sends its `bytes` once where a ring sends V
 // (docs/mapper.md).
-inline double two_host_tree_volume(double bytes) { return bytes; }
+inline double two_node_tree_volume(double bytes) { return bytes; }
 
 // The flows of one group of dim `d` whose members (slots, in rank order) are members[0..n):
 // pipeline stage to stage both ways; NCCL's ring (nodes, nccl_node(), numbered by first rank, a
@@ -215,7 +215,7 @@ inline double two_host_tree_volume(double bytes) { return bytes; }
 // pair. Returns the highest level a flow reached.
 template <class Sink>
 int route_group(const Machine& m, const ResourceIndex& res, const DimTraffic& d,
-                const std::uint32_t* members, HostGroups& hg, Sink& sink) {
+                const std::uint32_t* members, NodeGroups& hg, Sink& sink) {
   const long long n = d.size;
   int reached = 0;
   auto flow = [&](std::uint32_t a, std::uint32_t b, double bytes, bool p2p) {
@@ -235,7 +235,7 @@ int route_group(const Machine& m, const ResourceIndex& res, const DimTraffic& d,
       for (long long i = 0; i < n; ++i) flow(members[i], members[(i + 1) % n], v, false);
     } else {
       const bool tree = d.all_reduce && nodes == 2;
-      const double hop = tree ? two_host_tree_volume(d.bytes) : v;
+      const double hop = tree ? two_node_tree_volume(d.bytes) : v;
       for (std::size_t h = 0; h < nodes; ++h) {
         const auto& here = hg.members[h];
         const auto& next = hg.members[(h + 1) % nodes];

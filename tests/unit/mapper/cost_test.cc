@@ -433,8 +433,6 @@ TEST(CostTest, WalkKnowsWhichFewestMembersAPlaceCanHold) {
   const double lb = lower_bound(in.machine, in.traffic), best = brute_force(in);
   EXPECT_GE(lb, S / 25e9);
   EXPECT_LE(lb, best * (1 + 1e-12));
-  std::cout << "  bound " << lb << " s, S_tp / port " << S / 25e9 << " s, optimum " << best
-            << " s\n";
 }
 
 // The joint crossing bound: instances where a leaf cannot hold whole groups of two heavy dims at
