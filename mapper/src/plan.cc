@@ -581,11 +581,13 @@ class Mapper {
     Assignment best = starts[0].second;
     Score best_cost = starts[0].first;
     *moves_done = 0;
+    const auto n = static_cast<long long>(tries);
     for (std::size_t i = 0; i < tries; ++i) {
       Assignment a = starts[i].second;
       Score c = starts[i].first;
-      *moves_done += refine(a, c, better, budget / static_cast<long long>(tries),
-                            kRefineWork / static_cast<long long>(tries), good_enough);
+      // The budget shared out exactly: refine_moves = 1 still makes one move.
+      const long long share = budget / n + (static_cast<long long>(i) < budget % n ? 1 : 0);
+      *moves_done += refine(a, c, better, share, kRefineWork / n, good_enough);
       if (better(c, best_cost)) {
         best_cost = c;
         best = std::move(a);
