@@ -9,6 +9,7 @@
 #include <map>
 #include <ostream>
 #include <sstream>
+#include <stdexcept>
 #include <string_view>
 
 #include "cli.h"
@@ -185,7 +186,7 @@ void write_ranks_json(const mapper::RankPlan& p, std::ostream& os) {
     num(t.task);
     out += i + 1 < p.tasks.size() ? "\n    },\n" : "\n    }\n";
     if (out.size() >= kFlush) {
-      os << out;
+      if (!(os << out)) return;  // the writer reports the failed stream
       out.clear();
     }
   }
@@ -231,6 +232,7 @@ void write_json(const mapper::RankPlan& p, const mapper::RankPlan& topo,
   const std::string rest = j.dump(2);
   const std::string mark = nlohmann::json(kRanksMark).dump();
   const std::size_t at = rest.find(mark);
+  if (at == std::string::npos) throw std::logic_error("map: the ranks mark is missing");
   os.write(rest.data(), static_cast<std::streamsize>(at));
   write_ranks_json(p, os);
   os << std::string_view(rest).substr(at + mark.size()) << '\n';

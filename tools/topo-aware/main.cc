@@ -1,5 +1,5 @@
 // topo-aware: discover node and fabric topology, map ranks, explain plans offline.
-#include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
@@ -10,31 +10,32 @@
 namespace topoaware::cli {
 
 void write_output(const std::string& path, const std::string& text) {
-  if (path.empty() || path == "-") {
-    std::cout << text;
-    std::cout.flush();
-    return;
-  }
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) {
-    throw topology::Error(topology::ErrorCode::kSystem, path, "cannot open for writing");
-  }
-  out << text;
-  if (!out.flush()) throw topology::Error(topology::ErrorCode::kSystem, path, "write failed");
+  write_output(path, [&](std::ostream& os) { os << text; });
 }
 
 void write_output(const std::string& path, const std::function<void(std::ostream&)>& emit) {
   if (path.empty() || path == "-") {
     emit(std::cout);
-    std::cout.flush();
+    if (!std::cout.flush()) {
+      throw topology::Error(topology::ErrorCode::kSystem, "standard output", "write failed");
+    }
     return;
   }
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) {
     throw topology::Error(topology::ErrorCode::kSystem, path, "cannot open for writing");
   }
-  emit(out);
-  if (!out.flush()) throw topology::Error(topology::ErrorCode::kSystem, path, "write failed");
+  try {
+    emit(out);
+    if (!out.flush()) throw topology::Error(topology::ErrorCode::kSystem, path, "write failed");
+  } catch (...) {
+    // What `emit` wrote before failing is no whole output: leave no partial file behind (a
+    // regular file only: never /dev/stdout or a pipe).
+    out.close();
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(path, ec)) std::filesystem::remove(path, ec);
+    throw;
+  }
 }
 
 }  // namespace topoaware::cli

@@ -76,6 +76,9 @@ TEST(MapCliTest, JsonHasRanksCostAndInputs) {
   EXPECT_LE(j["cost"]["topo"].get<double>(), j["cost"]["block"].get<double>());
   EXPECT_LE(j["cost"]["lower_bound"].get<double>(), j["cost"]["topo"].get<double>());
   EXPECT_EQ(j["inputs"]["nodes"], "node[1-4]");
+  // The ranks are written directly, not through nlohmann: the text must be what its dump(2)
+  // gives for the same document, key order and indentation included.
+  EXPECT_EQ(r.out, j.dump(2) + "\n");
 }
 
 TEST(MapCliTest, InspectRecomputesThePlan) {
