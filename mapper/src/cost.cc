@@ -1274,10 +1274,10 @@ BoundMachine bound_machine(const Machine& m) {
   // island go over NVLink; every flow between islands leaves by a NIC port. (Hosts without slots
   // hold no rank and are left out.)
   const std::vector<double> host_ports = host_port_capacity(m);
-  std::map<long long, std::size_t> idx;
+  std::map<std::uint32_t, std::size_t> idx;
   BoundMachine::Bins islands;
   for (std::size_t h = 0; h < m.hosts.size(); ++h) {
-    auto [it, fresh] = idx.emplace(internal::island_key(m, h), islands.slots.size());
+    auto [it, fresh] = idx.emplace(internal::nccl_node(m, h), islands.slots.size());
     if (fresh) islands.slots.push_back(0);
     islands.slots[it->second] += b.host_slots[h];
     islands.cap += host_ports[h];
@@ -1285,7 +1285,7 @@ BoundMachine bound_machine(const Machine& m) {
   idx.clear();
   for (std::size_t h = 0; h < m.hosts.size(); ++h) {
     if (b.host_slots[h] == 0) continue;
-    auto [it, fresh] = idx.emplace(internal::island_key(m, h), idx.size());
+    auto [it, fresh] = idx.emplace(internal::nccl_node(m, h), idx.size());
     if (fresh) b.island_slots.push_back(0);
     b.island_slots[it->second] += b.host_slots[h];
   }

@@ -935,11 +935,11 @@ class Mapper {
                                   [](int d) { return d >= 0; })) {
       return {};
     }
-    std::map<long long, std::size_t> index;           // island key -> island
+    std::map<std::uint32_t, std::size_t> index;       // nccl_node() -> island
     std::vector<std::vector<std::uint32_t>> islands;  // hosts in name order
     for (std::uint32_t h = 0; h < m.hosts.size(); ++h) {
       if (slots_of_host_[h].empty()) continue;
-      auto [it, fresh] = index.emplace(internal::island_key(m, h), islands.size());
+      auto [it, fresh] = index.emplace(internal::nccl_node(m, h), islands.size());
       if (fresh) islands.emplace_back();
       islands[it->second].push_back(h);
     }

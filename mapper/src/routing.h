@@ -56,15 +56,10 @@ inline std::vector<double> resource_capacity(const Machine& m, const ResourceInd
   return cap;
 }
 
-// An NVLink island's key (a flow inside an island goes over NVLink): the host's NVLink domain, or
-// the host itself outside any domain.
-inline long long island_key(const Machine& m, std::size_t h) {
-  return m.domain_of_host[h] >= 0 ? -1 - m.domain_of_host[h] : static_cast<long long>(h);
-}
-
-// The NCCL node a host's GPUs belong to, as a NodeGroups key below 2 x hosts: with MNNVL, NCCL
-// merges the topology of every GPU of one NVLink clique and counts the clique as one node (its
-// rings, trees and algorithm choice see nodes, not hosts); outside a domain, the host.
+// A host's NVLink island, which is also its NCCL node, as a key below 2 x hosts (NodeGroups): the
+// host's NVLink domain, or the host itself outside any domain. A flow inside an island goes over
+// NVLink; and with MNNVL NCCL merges the topology of every GPU of one NVLink clique and counts
+// the clique as one node (its rings, trees and algorithm choice see nodes, not hosts).
 inline std::uint32_t nccl_node(const Machine& m, std::size_t h) {
   const int d = m.domain_of_host[h];
   return static_cast<std::uint32_t>(d >= 0 ? m.hosts.size() + static_cast<std::size_t>(d) : h);
