@@ -889,9 +889,9 @@ double least_sum_trees(const std::vector<std::vector<double>>& ring,
       if (full && !lines_fit(c / whole, pick[e], n[e])) return;
     }
     std::fill(clamp.begin(), clamp.end(), 0.0);
-    for (const auto& [d, q] : partners ? trees : decltype(trees){}) {
+    for (const auto& [d, q] : trees) {
       for (std::size_t e : live) {
-        if (e != d) clamp[e] = std::max(clamp[e], g(e, q));
+        if (partners && e != d) clamp[e] = std::max(clamp[e], g(e, q));
       }
     }
     double sum = 0;
@@ -951,6 +951,19 @@ double least_sum_over(const std::vector<std::vector<double>>& f, const std::vect
 double least_split(double A, double X, double nv, double port) {
   const double y = port * (A + X) / (nv + port);  // bytes by NIC that balance both
   return y <= X ? (A + X) / (nv + port) : std::max(A / nv, X / port);
+}
+
+// The least time of a ring member whose NCCL node holds j of its group: all n there, V over
+// NVLink; else (j-1)/j V along the node's chain over NVLink and hop/j to the next node by its own
+// NICs, the hop a two-node tree's bytes where the others may fit on one node of `node_kmax`
+// slots (never with `ring_only`).
+double ring_on_node(const DimTraffic& dt, long long j, long long node_kmax, bool ring_only,
+                    double nv, double port) {
+  const double V = internal::ring_volume(dt.size, dt.bytes);
+  if (j == dt.size) return V / nv;
+  const double jd = static_cast<double>(j);
+  const double hop = ring_only ? V : least_hop(dt, dt.size - j, node_kmax);
+  return std::max((jd - 1) / jd * V / nv, hop / (jd * port));
 }
 
 // The least time of a pipeline stage with `neighbours` (1 or 2) neighbour stages, k stages of
@@ -1408,16 +1421,11 @@ std::vector<double> host_floors(const DimTraffic& dt, const BoundMachine& b, dou
     double v = 0;
     const double kd = static_cast<double>(k);
     if (dt.pattern == Pattern::kRing) {
-      // The rank's NCCL node (its host, or its NVLink clique) holds j >= k of the group: the
-      // rank sends (j-1)/j V along the node's chain over NVLink and hop/j to the next node by
-      // its own NICs; with all n on the node, V over NVLink.
-      const double V = internal::ring_volume(n, S);
+      // The rank's NCCL node is its host, or its NVLink clique holding some j >= k of the group.
       const long long top = b.has_domains ? std::min(n, b.island_kmax) : k;
       v = std::numeric_limits<double>::infinity();
       for (long long j = k; j <= top; ++j) {
-        const double jd = static_cast<double>(j);
-        const double hop = ring_only ? V : least_hop(dt, n - j, b.island_kmax);
-        v = std::min(v, j == n ? V / nv : std::max((jd - 1) / jd * V / nv, hop / jd / port));
+        v = std::min(v, ring_on_node(dt, j, b.island_kmax, ring_only, nv, port));
       }
     } else if (dt.pattern == Pattern::kAllToAll) {
       // What the rank receives: A from its host over NVLink, X from off the host, each flow into
@@ -1466,16 +1474,7 @@ std::vector<double> island_floors(const DimTraffic& dt, const BoundMachine& b, d
     double v = 0;
     const double kd = static_cast<double>(k);
     if (dt.pattern == Pattern::kRing) {
-      const double V = internal::ring_volume(n, S);
-      if (k == n) {
-        v = V / nv;  // every member sends V over NVLink (in-host chain or domain hop)
-      } else {
-        // The island is the rank's NCCL node: its k members form one chain over NVLink, and
-        // each sends hop/k to the next node by its own NICs (a two-node tree's bytes where the
-        // others fit on one island).
-        const double hop = least_hop(dt, n - k, b.island_kmax);
-        v = std::max((kd - 1) / kd * V / nv, hop / (kd * port));
-      }
+      v = ring_on_node(dt, k, b.island_kmax, false, nv, port);  // the island is the node
     } else if (dt.pattern == Pattern::kAllToAll) {
       // The rank's k - 1 island peers use NVLink both ways; the n - k others each send bytes/n
       // into the rank's own NIC ports (a flow enters by the receiver's ports, PXN or not).
