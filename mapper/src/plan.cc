@@ -123,6 +123,15 @@ std::vector<std::size_t> pack(const std::vector<long long>& count, long long uni
 // best two starts are refined, each with half.
 constexpr double kMovesPerMsMost = 10, kMovesPerMsLeast = 0.5, kMovesRanks = 5120;
 constexpr long long kTwoStartRanks = 4096;
+
+// The default refinement budget in moves (above), for `budget_ms` of Request::refine_budget_ms.
+long long default_moves(double budget_ms, bool partial, long long ranks) {
+  const double per_ms =
+      partial ? std::clamp(kMovesRanks / static_cast<double>(std::max<long long>(1, ranks)),
+                           kMovesPerMsLeast, kMovesPerMsMost)
+              : kMovesPerMsLeast;
+  return static_cast<long long>(std::max(0.0, budget_ms) * per_ms);
+}
 constexpr long long kRefineWork = 40'000'000;
 // Kicks out of host-order plateaus (refine_hosts) on jobs of at most this many hosts: how many,
 // and the moves they may spend together.
@@ -563,15 +572,9 @@ class Mapper {
     std::stable_sort(starts.begin(), starts.end(),
                      [&](const auto& x, const auto& y) { return better(x.first, y.first); });
     const bool partial = partial_hosts(heavy);
-    const long long budget =
-        req_.refine_moves >= 0
-            ? req_.refine_moves
-            : static_cast<long long>(
-                  std::max(0.0, req_.refine_budget_ms) *
-                  (partial ? std::clamp(
-                                 kMovesRanks / static_cast<double>(std::max<long long>(1, t.world)),
-                                 kMovesPerMsLeast, kMovesPerMsMost)
-                           : kMovesPerMsLeast));
+    const long long budget = req_.refine_moves >= 0
+                                 ? req_.refine_moves
+                                 : default_moves(req_.refine_budget_ms, partial, t.world);
     // Small instances: steepest descent from the best few starts (local optima differ); pieces
     // on up to kTwoStartRanks: the best two, each with half the budget; else the best start.
     const std::size_t tries = std::min<std::size_t>(
