@@ -572,24 +572,45 @@ class Mapper {
     std::stable_sort(starts.begin(), starts.end(),
                      [&](const auto& x, const auto& y) { return better(x.first, y.first); });
     const bool partial = partial_hosts(heavy);
-    const long long budget = req_.refine_moves >= 0
-                                 ? req_.refine_moves
-                                 : default_moves(req_.refine_budget_ms, partial, t.world);
     // Small instances: steepest descent from the best few starts (local optima differ); pieces
-    // on up to kTwoStartRanks: the best two, each with half the budget; else the best start.
-    const std::size_t tries = std::min<std::size_t>(
-        t.world <= 24 ? 4 : (partial && t.world <= kTwoStartRanks ? 2 : 1), starts.size());
+    // on up to kTwoStartRanks: the best two; whole hosts on up to kTwoStartRanks: the best start
+    // and the best of another orientation (other dims inside hosts), which refinement's moves
+    // rarely reach from the first; else the best start.
+    std::vector<std::size_t> picks;
+    if (t.world <= 24 || (partial && t.world <= kTwoStartRanks)) {
+      for (std::size_t i = 0; i < std::min<std::size_t>(t.world <= 24 ? 4 : 2, starts.size());
+           ++i) {
+        picks.push_back(i);
+      }
+    } else {
+      picks.push_back(0);
+      if (t.world <= kTwoStartRanks) {
+        const std::vector<long long> first = inside_hosts(starts[0].second);
+        for (std::size_t i = 1; i < starts.size(); ++i) {
+          if (inside_hosts(starts[i].second) != first) {
+            picks.push_back(i);
+            break;
+          }
+        }
+      }
+    }
+    // Two orientations get the budget of steps cut into pieces (default_moves()).
+    const long long budget =
+        req_.refine_moves >= 0
+            ? req_.refine_moves
+            : default_moves(req_.refine_budget_ms, partial || picks.size() > 1, t.world);
     // Within 0.5% of the bound the optimum is at most that much better: stop searching.
     const double good_enough = t.world <= 24 ? 0.0 : bound * 1.005;
     Assignment best = starts[0].second;
     Score best_cost = starts[0].first;
     *moves_done = 0;
-    const auto n = static_cast<long long>(tries);
-    for (std::size_t i = 0; i < tries; ++i) {
-      Assignment a = starts[i].second;
-      Score c = starts[i].first;
+    const auto n = static_cast<long long>(picks.size());
+    for (std::size_t k = 0; k < picks.size(); ++k) {
+      if (best_cost.seconds <= good_enough) break;
+      Assignment a = starts[picks[k]].second;
+      Score c = starts[picks[k]].first;
       // The budget shared out exactly: refine_moves = 1 still makes one move.
-      const long long share = budget / n + (static_cast<long long>(i) < budget % n ? 1 : 0);
+      const long long share = budget / n + (static_cast<long long>(k) < budget % n ? 1 : 0);
       *moves_done += refine(a, c, better, share, kRefineWork / n, good_enough);
       if (better(c, best_cost)) {
         best_cost = c;
@@ -601,6 +622,27 @@ class Mapper {
 
  private:
   using Starts = std::vector<std::pair<Score, Assignment>>;
+
+  // A plan's orientation: per dim, how many of its groups lie inside one host.
+  std::vector<long long> inside_hosts(const Assignment& a) const {
+    const Traffic& t = in_.traffic;
+    const Machine& m = in_.machine;
+    std::vector<long long> inside;
+    for (const DimTraffic& d : t.dims) {
+      long long count = 0;
+      for (long long r = 0; d.size > 1 && r < t.world; ++r) {
+        if ((r / d.stride) % d.size != 0) continue;  // one member per group: its first
+        const std::uint32_t h = m.slots[a[static_cast<std::size_t>(r)]].host;
+        bool same = true;
+        for (long long k = 1; k < d.size && same; ++k) {
+          same = m.slots[a[static_cast<std::size_t>(r + k * d.stride)]].host == h;
+        }
+        count += same ? 1 : 0;
+      }
+      inside.push_back(count);
+    }
+    return inside;
+  }
 
   // Whether some host lends fewer slots than a unit of the heaviest dim, or a number that is no
   // multiple of one: then its groups are cut into pieces.
