@@ -1260,6 +1260,7 @@ struct BoundMachine {
   long long island_kmax = 0;  // most slots of an island: an NCCL node
   double total_egress = 0;  // every NVLink and NIC egress together, bytes/s
   double lat_min = 0;       // the least latency of a step
+  double lat_network = 0;   // the least latency of a step whose flows leave an island
   // Crossing bins: islands (capacity: their hosts' NIC ports), then each network level's groups
   // (capacity: their uplinks).
   struct Bins {
@@ -1283,6 +1284,12 @@ BoundMachine bound_machine(const Machine& m) {
   for (double g : m.port_gbps) b.total_egress += g * kGB;
   b.lat_min = m.nvlink_latency_us;
   for (double l : m.reach_latency_us) b.lat_min = std::min(b.lat_min, l);
+  // Reaches 1 and up (routing.h: between hosts, then across levels).
+  b.lat_network = internal::reach_latency_us(m, 1);
+  for (std::size_t r = 2; r < m.reach_latency_us.size(); ++r) {
+    b.lat_network = std::min(b.lat_network, internal::reach_latency_us(m, static_cast<int>(r)));
+  }
+  b.lat_network = std::max(b.lat_network, b.lat_min);
   // Islands: an NVLink domain's hosts in the step, or a host outside any domain. Flows inside an
   // island go over NVLink; every flow between islands leaves by a NIC port. (Hosts without slots
   // hold no rank and are left out.)
@@ -1550,6 +1557,19 @@ double lower_bound(const Machine& m, const Traffic& t) {
     fi[d] = island_floors(dt, b, cross, pipe_floor, f[d]);
     const double steps = dt.pattern == Pattern::kRing ? 2.0 * (dt.size - 1.0) : 1.0;
     fixed += dt.calls * steps * b.lat_min * 1e-6;
+    // A group that leaves its island reaches the network: the dim's every step then waits at
+    // least the network's least latency, not NVLink's (the model charges a dim the latency of
+    // the highest level any of its flows reaches). Without NVLink domains islands are hosts.
+    const double network = dt.calls * steps * (b.lat_network - b.lat_min) * 1e-6;
+    for (std::size_t k = 1; k <= fi[d].size(); ++k) {
+      if (static_cast<long long>(k) < dt.size) fi[d][k - 1] += network;
+    }
+    for (std::size_t k = 1; k <= f[d].size() && !b.has_domains; ++k) {
+      if (static_cast<long long>(k) < dt.size) f[d][k - 1] += network;
+    }
+    for (std::size_t k = 1; k <= fr[d].size() && !b.has_domains; ++k) {
+      if (static_cast<long long>(k) < dt.size) fr[d][k - 1] += network;
+    }
   }
   // Take a place (a host, or an island) with c slots and the c ranks S on it. For each dim let
   // m_d be the fewest members of its own d-group that any rank of S finds on the place, and r_d

@@ -378,6 +378,36 @@ TEST(CostTest, LowerBoundAtMostOptimumOnRandomInstances) {
   EXPECT_GE(with_domains, 60);  // the draw must exercise islands, not just hosts
 }
 
+// Latency in the walk, worked by hand: two hosts of 2 GPUs under one leaf, tp=2 and dp=2 with
+// almost no bytes and many calls, so the step is its latency terms. Whatever the placement, one
+// of the two dims has a group split over the hosts and waits for the leaf on each of its steps
+// (2 per call); the other may stay on NVLink. The optimum keeps the dim with more calls inside
+// hosts; the bound must see that one dim leaves its host (a place of 2 slots cannot hold a
+// whole tp group and a whole dp group) and charge the cheaper one the network's latency.
+TEST(CostTest, BoundChargesNetworkLatencyToADimThatMustLeaveItsHost) {
+  Small s = small(tiny(2, 2, 2, 1), {2, 2}, "tp=2,dp=2");
+  Instance in = make_instance(s.fabric, s.nodes, s.request);
+  double tp_calls = 0, dp_calls = 0;
+  for (auto& d : in.traffic.dims) {
+    if (d.size <= 1) continue;
+    d.bytes = 1;  // one byte: bandwidth terms vanish next to latency
+    d.calls = d.name == "tp" ? 1000 : 10;
+    (d.name == "tp" ? tp_calls : dp_calls) = d.calls;
+  }
+  const Machine& m = in.machine;
+  ASSERT_EQ(m.reach_latency_us.size(), 3u);  // NVLink, the leaf, above it
+  const double nv = m.reach_latency_us[0], leaf = m.reach_latency_us[1];
+  ASSERT_LT(nv, leaf);
+  // Each dim: calls x 2 (n - 1) steps x the latency of the level its flows reach.
+  const double expect = (tp_calls * 2 * nv + dp_calls * 2 * leaf) * 1e-6;
+  const double best = brute_force(in);
+  EXPECT_NEAR(best, expect, expect * 1e-3);
+  const double lb = lower_bound(m, in.traffic);
+  EXPECT_LE(lb, best * (1 + 1e-12));
+  // Without the network latency the bound would be (1000 + 10) x 2 x nv.
+  EXPECT_GT(lb, 0.999 * expect) << "bound " << lb << " s, optimum " << best << " s";
+}
+
 // The island argument on a case worked by hand. Hosts of 2 GPUs: h0 and h1 form an NVLink
 // domain, h2 is a domain of its own; tp=2, dp=3 (6 ranks). The host argument treats every
 // off-host flow as possibly NVLink-fast; h2 gets, for each dp ring, only a crossing bound of
@@ -400,13 +430,20 @@ TEST(CostTest, IslandBoundTighterThanHostBoundOnNvlinkDomains) {
   double v_tp = 0, v_dp = 0, latency = 0;
   double lat_min = m.nvlink_latency_us;
   for (double l : m.reach_latency_us) lat_min = std::min(lat_min, l);
+  // The least latency of a step that leaves an island (reaches 1 and up).
+  ASSERT_GE(m.reach_latency_us.size(), 2u);
+  const double lat_net =
+      *std::min_element(m.reach_latency_us.begin() + 1, m.reach_latency_us.end());
+  ASSERT_GT(lat_net, lat_min);
   for (const auto& d : in.traffic.dims) {
     if (d.size <= 1) continue;
     // A ring member's bytes for tp; for dp (3 members on hosts of 2) the least hop: its group may
     // lie 2 + 1 on two hosts, where NCCL runs the all-reduce as a tree and each host sends S.
+    // The islands hold 4 and 2 slots, so some dp group leaves its island and every dp step
+    // waits for the network; tp stays on NVLink.
     const double v = d.name == "tp" ? 2.0 * (d.size - 1) / d.size * d.bytes : d.bytes;
     (d.name == "tp" ? v_tp : v_dp) = v;
-    latency += d.calls * 2.0 * (d.size - 1) * lat_min * 1e-6;
+    latency += d.calls * 2.0 * (d.size - 1) * (d.name == "tp" ? lat_min : lat_net) * 1e-6;
   }
   ASSERT_GT(v_tp, 0);
   ASSERT_GT(v_dp, 0);
