@@ -373,7 +373,7 @@ TEST(PlanTest, KicksLeaveAHostOrderPlateau) {
 // Which dims sit inside hosts is the start's, not refinement's: on this fragment of a 3-tier 2:1
 // tree (the step's hosts fill leaves 6, 5, 3, 3 | 3, 6, 6) the best start keeps tp and cp inside
 // hosts and refines to about 0.954 s with any number of moves, while a start scoring worse, with
-// tp and dp inside hosts, refines to within 0.5% of the bound (0.861 s). Whole-host steps refine
+// tp and dp inside hosts, refines to within 0.5% of the bound (0.863 s). Whole-host steps refine
 // the best start of a second orientation too.
 TEST(PlanTest, WholeHostStepsTryASecondOrientation) {
   FatTreeSpec s;
