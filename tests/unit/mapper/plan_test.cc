@@ -34,6 +34,17 @@ Cluster cluster(bool scramble, double oversub = 2, bool rails = false) {
   return c;
 }
 
+// A 3-tier fat tree of 8-host leaves, 4 leaves a pod, both tiers oversubscribed alike.
+FatTreeSpec three_tier(int hosts, double oversub) {
+  FatTreeSpec s;
+  s.hosts = hosts;
+  s.hosts_per_leaf = 8;
+  s.leaves_per_pod = 4;
+  s.leaf_oversub = oversub;
+  s.pod_oversub = oversub;
+  return s;
+}
+
 Request request_of(const Allocation& a, const std::string& layout) {
   Request r;
   r.hosts = a.hosts;
@@ -289,12 +300,7 @@ TEST(PlanTest, RandomPartialHostsGiveValidPlans) {
 // Keeping either dim whole inside leaves sends the other's every byte over the thin uplinks;
 // giving each leaf 2 CP x 4 DP coordinates halves both. Any order of whole dims is block's cost.
 TEST(PlanTest, TwoHeavyDimsAreSplitBetweenLeaves) {
-  FatTreeSpec s;
-  s.hosts = 32;
-  s.hosts_per_leaf = 8;
-  s.leaves_per_pod = 4;
-  s.leaf_oversub = 4;
-  s.pod_oversub = 4;
+  const FatTreeSpec s = three_tier(32, 4);
   topology::Fabric fabric = make_fat_tree(s);
   auto node = make_node(8, 8, 450, 50);
   Allocation a = whole_hosts(fabric, 8, 32);
@@ -327,12 +333,7 @@ TEST(PlanTest, TwoHeavyDimsAreSplitBetweenLeaves) {
 // loaded), yet a cycle of six hosts does (1.56 s against 1.77 s). Found by scoring every host
 // order (mapper_bench --exact); refinement's kicks must reach the best order of its host sets.
 TEST(PlanTest, KicksLeaveAHostOrderPlateau) {
-  FatTreeSpec s;
-  s.hosts = 256;
-  s.hosts_per_leaf = 8;
-  s.leaves_per_pod = 4;
-  s.leaf_oversub = 4;
-  s.pod_oversub = 4;
+  const FatTreeSpec s = three_tier(256, 4);
   const topology::Fabric fabric = make_fat_tree(s);
   const topology::NodeTopology node = make_node(8, 8, 450, 50);
   const Allocation a = fragmented_hosts(fabric, 8, 0.5, 8, 19);
@@ -376,12 +377,7 @@ TEST(PlanTest, KicksLeaveAHostOrderPlateau) {
 // tp and dp inside hosts, refines to within 0.5% of the bound (0.863 s). Whole-host steps refine
 // the best start of a second orientation too.
 TEST(PlanTest, WholeHostStepsTryASecondOrientation) {
-  FatTreeSpec s;
-  s.hosts = 256;
-  s.hosts_per_leaf = 8;
-  s.leaves_per_pod = 4;
-  s.leaf_oversub = 2;
-  s.pod_oversub = 2;
+  const FatTreeSpec s = three_tier(256, 2);
   const topology::Fabric fabric = make_fat_tree(s);
   const topology::NodeTopology node = make_node(8, 8, 450, 50);
   Request r;
