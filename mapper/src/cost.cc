@@ -1561,14 +1561,15 @@ double lower_bound(const Machine& m, const Traffic& t) {
     // least the network's least latency, not NVLink's (the model charges a dim the latency of
     // the highest level any of its flows reaches). Without NVLink domains islands are hosts.
     const double network = dt.calls * steps * (b.lat_network - b.lat_min) * 1e-6;
-    for (std::size_t k = 1; k <= fi[d].size(); ++k) {
-      if (static_cast<long long>(k) < dt.size) fi[d][k - 1] += network;
-    }
-    for (std::size_t k = 1; k <= f[d].size() && !b.has_domains; ++k) {
-      if (static_cast<long long>(k) < dt.size) f[d][k - 1] += network;
-    }
-    for (std::size_t k = 1; k <= fr[d].size() && !b.has_domains; ++k) {
-      if (static_cast<long long>(k) < dt.size) fr[d][k - 1] += network;
+    auto leaves = [&](std::vector<double>& floors) {  // k < n: the group leaves the place
+      for (std::size_t k = 1; k <= floors.size() && static_cast<long long>(k) < dt.size; ++k) {
+        floors[k - 1] += network;
+      }
+    };
+    leaves(fi[d]);
+    if (!b.has_domains) {
+      leaves(f[d]);
+      leaves(fr[d]);
     }
   }
   // Take a place (a host, or an island) with c slots and the c ranks S on it. For each dim let

@@ -576,29 +576,23 @@ class Mapper {
     // on up to kTwoStartRanks: the best two; whole hosts on up to kTwoStartRanks: the best start
     // and the best of another orientation (other dims inside hosts), which refinement's moves
     // rarely reach from the first; else the best start.
-    std::vector<std::size_t> picks;
+    std::vector<std::size_t> picks = {0};
+    bool two_orientations = false;
     if (t.world <= 24 || (partial && t.world <= kTwoStartRanks)) {
-      for (std::size_t i = 0; i < std::min<std::size_t>(t.world <= 24 ? 4 : 2, starts.size());
-           ++i) {
-        picks.push_back(i);
-      }
-    } else {
-      picks.push_back(0);
-      if (t.world <= kTwoStartRanks) {
-        const std::vector<long long> first = inside_hosts(starts[0].second);
-        for (std::size_t i = 1; i < starts.size(); ++i) {
-          if (inside_hosts(starts[i].second) != first) {
-            picks.push_back(i);
-            break;
-          }
-        }
+      const std::size_t few = std::min<std::size_t>(t.world <= 24 ? 4 : 2, starts.size());
+      for (std::size_t i = 1; i < few; ++i) picks.push_back(i);
+    } else if (t.world <= kTwoStartRanks) {
+      const std::vector<long long> first = inside_hosts(starts[0].second);
+      for (std::size_t i = 1; i < starts.size() && !two_orientations; ++i) {
+        two_orientations = inside_hosts(starts[i].second) != first;
+        if (two_orientations) picks.push_back(i);
       }
     }
     // Two orientations get the budget of steps cut into pieces (default_moves()).
     const long long budget =
         req_.refine_moves >= 0
             ? req_.refine_moves
-            : default_moves(req_.refine_budget_ms, partial || picks.size() > 1, t.world);
+            : default_moves(req_.refine_budget_ms, partial || two_orientations, t.world);
     // Within 0.5% of the bound the optimum is at most that much better: stop searching.
     const double good_enough = t.world <= 24 ? 0.0 : bound * 1.005;
     Assignment best = starts[0].second;
