@@ -1282,14 +1282,14 @@ BoundMachine bound_machine(const Machine& m) {
   b.kmax = *std::max_element(b.host_slots.begin(), b.host_slots.end());
   for (double g : m.slot_nvlink_gbps) b.total_egress += g * kGB;
   for (double g : m.port_gbps) b.total_egress += g * kGB;
-  b.lat_min = m.nvlink_latency_us;
-  for (double l : m.reach_latency_us) b.lat_min = std::min(b.lat_min, l);
-  // Reaches 1 and up (routing.h: between hosts, then across levels).
+  // The latencies the model charges (reach_latency_us(): reach 0 on NVLink, 1 between hosts,
+  // then across levels; a machine without the table charges defaults), least overall and least
+  // beyond an island.
   b.lat_network = internal::reach_latency_us(m, 1);
   for (std::size_t r = 2; r < m.reach_latency_us.size(); ++r) {
     b.lat_network = std::min(b.lat_network, internal::reach_latency_us(m, static_cast<int>(r)));
   }
-  b.lat_network = std::max(b.lat_network, b.lat_min);
+  b.lat_min = std::min(internal::reach_latency_us(m, 0), b.lat_network);
   // Islands: an NVLink domain's hosts in the step, or a host outside any domain. Flows inside an
   // island go over NVLink; every flow between islands leaves by a NIC port. (Hosts without slots
   // hold no rank and are left out.)
