@@ -369,6 +369,14 @@ TEST(CostTest, LowerBoundAtMostOptimumOnRandomInstances) {
     ASSERT_LE(lb, best * (1 + 1e-12))
         << "seed " << seed << ": " << layout << " on " << world << " GPUs, domains of "
         << spec.nvlink_domain_hosts << " hosts, NVLink " << spec.nvlink_gbps << " GB/s";
+    // The same placement problem with latency dominating: a byte a dim, many calls.
+    Instance slow = in;
+    for (auto& d : slow.traffic.dims) {
+      d.bytes = std::min(d.bytes, 1.0);
+      d.calls = 1 + below(1000);
+    }
+    ASSERT_LE(lower_bound(slow.machine, slow.traffic), brute_force(slow) * (1 + 1e-12))
+        << "seed " << seed << " (latency): " << layout << " on " << world << " GPUs";
     ++checked;
     if (std::any_of(in.machine.domain_of_host.begin(), in.machine.domain_of_host.end(),
                     [](int d) { return d >= 0; })) {
