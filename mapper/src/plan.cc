@@ -115,19 +115,21 @@ std::vector<std::size_t> pack(const std::vector<long long>& count, long long uni
 // Refinement budget: moves per millisecond of Request::refine_budget_ms, and a cap on the
 // work of all moves together (group members re-routed, resources rescanned), so that a large
 // instance stays within a fraction of a second on one core. Counted, never timed. Whole-host
-// steps: kMovesPerMsLeast (100 moves for 200 ms), plus the kicks below. Steps whose hosts are cut
-// into pieces, where starts differ in their cuts and refinement keeps finding more: a move
-// costs more the larger the step, so kMovesRanks / ranks per ms between the two limits (2,000
-// moves on steps of up to 512 ranks, median 20 ms of a partial-host suite plan on one core; 100
-// from 10,240 ranks up, where more moves only spend time), and up to kTwoStartRanks ranks the
-// best two starts are refined, each with half.
+// steps that refine one start: kMovesPerMsLeast (100 moves for 200 ms), plus the kicks below.
+// Steps that refine two starts (hosts cut into pieces, where starts differ in their cuts and
+// refinement keeps finding more; whole hosts with a start of a second orientation), up to
+// kTwoStartRanks ranks, each with half, and larger steps cut into pieces: a move costs more the
+// larger the step, so kMovesRanks / ranks per ms between the two limits (2,000 moves on steps of
+// up to 512 ranks, median 20 ms of a partial-host suite plan on one core; 100 from 10,240 ranks
+// up, where more moves only spend time).
 constexpr double kMovesPerMsMost = 10, kMovesPerMsLeast = 0.5, kMovesRanks = 5120;
 constexpr long long kTwoStartRanks = 4096;
 
-// The default refinement budget in moves (above), for `budget_ms` of Request::refine_budget_ms.
-long long default_moves(double budget_ms, bool partial, long long ranks) {
+// The default refinement budget in moves (above), for `budget_ms` of Request::refine_budget_ms;
+// `by_size`: the rate that falls with the step's size, else kMovesPerMsLeast.
+long long default_moves(double budget_ms, bool by_size, long long ranks) {
   const double per_ms =
-      partial ? std::clamp(kMovesRanks / static_cast<double>(std::max<long long>(1, ranks)),
+      by_size ? std::clamp(kMovesRanks / static_cast<double>(std::max<long long>(1, ranks)),
                            kMovesPerMsLeast, kMovesPerMsMost)
               : kMovesPerMsLeast;
   return static_cast<long long>(std::max(0.0, budget_ms) * per_ms);
