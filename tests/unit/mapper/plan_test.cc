@@ -45,6 +45,19 @@ FatTreeSpec three_tier(int hosts, double oversub) {
   return s;
 }
 
+// NVL72-style racks: leaves of 18 hosts of 4 GPUs, each leaf one NVLink domain, 2:1 uplinks.
+FatTreeSpec nvl72(int hosts) {
+  FatTreeSpec s;
+  s.hosts = hosts;
+  s.hosts_per_leaf = 18;
+  s.leaf_oversub = 2;
+  s.gpus_per_host = 4;
+  s.ports_per_host = 4;
+  s.nvlink_domain_hosts = 18;
+  s.nvlink_gbps = 900;
+  return s;
+}
+
 Request request_of(const Allocation& a, const std::string& layout) {
   Request r;
   r.hosts = a.hosts;
@@ -222,16 +235,8 @@ TEST(PlanTest, HostsGiveUpAWholeGroupForTrees) {
 // one-GPU host sends the ring's hop through its NIC. Cut per domain, two groups cross instead,
 // as 4 + 4 and 5 + 3 laid on the domains' fullest hosts (3 + 2 and 3): about half the TP time.
 TEST(PlanTest, GroupsCrossNvlinkDomainsFromTheirFullestHosts) {
-  FatTreeSpec s;
-  s.hosts = 36;
-  s.hosts_per_leaf = 18;
-  s.leaf_oversub = 2;
-  s.gpus_per_host = 4;
-  s.ports_per_host = 4;
-  s.nvlink_domain_hosts = 18;
-  s.nvlink_gbps = 900;
   Cluster c;
-  c.fabric = make_fat_tree(s);
+  c.fabric = make_fat_tree(nvl72(36));
   c.node = make_node(4, 4, 900, 50);
   Request r;
   const std::vector<int> a = {2, 4, 4, 3, 3, 4, 2, 1, 4, 2, 4};  // 33 GPUs in the first domain
@@ -404,15 +409,7 @@ TEST(PlanTest, WholeHostStepsTryASecondOrientation) {
 // stays behind. Counted by domain, the best starts differ: one keeping dp inside domains for 28
 // of its 32 groups instead of 26 refines to about 1.71 s (block: 2.36 s).
 TEST(PlanTest, SecondOrientationCountsGroupsInsideNvlinkDomains) {
-  FatTreeSpec s;
-  s.hosts = 144;
-  s.hosts_per_leaf = 18;
-  s.leaf_oversub = 2;
-  s.gpus_per_host = 4;
-  s.ports_per_host = 4;
-  s.nvlink_domain_hosts = 18;
-  s.nvlink_gbps = 900;
-  const topology::Fabric fabric = make_fat_tree(s);
+  const topology::Fabric fabric = make_fat_tree(nvl72(144));
   const topology::NodeTopology node = make_node(4, 4, 900, 50);
   Request r;
   const std::vector<int> per_domain = {7, 5, 3, 4, 5, 8};
