@@ -1502,6 +1502,61 @@ std::vector<double> island_floors(const DimTraffic& dt, const BoundMachine& b, d
   return fi;
 }
 
+// Two all-reduce dims d and e whose two-host trees cannot chain (docs/mapper.md, "Lower bound",
+// "Tree chains"). Without NVLink domains, a rank alone in its d-group on its host is either on a
+// ring, and then time_d >= fr_d(1) (the ring floor of one member on a host), or in a two-host
+// tree whose other host, its partner, holds the group's other n_d - 1 members. Those lie in
+// n_d - 1 distinct e-groups, and each of the partner's other slots is an e-peer of at most one
+// of them, so at least 2 (n_d - 1) - c of them are alone in their e-group there; and so on with
+// d and e swapped. A host is partner to one group at most: it cannot hold n_d - 1 of two d-groups
+// (2 (n_d - 1) > kmax) nor n_d - 1 of a d-group and n_e - 1 of an e-group, which share at most
+// one rank (n_d + n_e - 3 > kmax). So were both dims faster than their one-member ring floors, a
+// lone rank on a host too small to be a partner (fewer than n - 1 slots for both dims) would
+// start a chain of trees whose partners never repeat (the first repeat would need an earlier
+// one, or the start host as a partner), which no finite step holds: one of the two dims takes at
+// least its floor. A host of 1, 2, 3 or 5 slots holds a rank alone in d or in e (every rank with
+// a d-peer and an e-peer needs, in each plane of d x e, lines of two or more both ways: 4, 6 or
+// more ranks). The bound is the least of the walk with either floor imposed.
+template <class Walk>
+double tree_chain_bound(const Traffic& t, const BoundMachine& b,
+                        const std::vector<std::vector<double>>& f,
+                        const std::vector<std::vector<double>>& fr,
+                        const std::vector<std::vector<double>>& fi, bool full, const Walk& walk) {
+  if (!full || b.has_domains) return 0;
+  const std::vector<std::size_t> radix = radix_dims(t);
+  if (radix.empty()) return 0;
+  std::vector<std::size_t> trees;  // all-reduce dims whose partners hold no two groups
+  for (std::size_t d : radix) {
+    const DimTraffic& dt = t.dims[d];
+    if (dt.all_reduce && dt.pattern == Pattern::kRing && dt.bytes > 0 &&
+        2 * (dt.size - 1LL) > b.kmax) {
+      trees.push_back(d);
+    }
+  }
+  double best = 0;
+  for (std::size_t i = 0; i < trees.size(); ++i) {
+    for (std::size_t j = i + 1; j < trees.size(); ++j) {
+      const std::size_t d = trees[i], e = trees[j];
+      const long long n = std::min(t.dims[d].size, t.dims[e].size);
+      const bool start = std::any_of(b.host_slots.begin(), b.host_slots.end(), [&](long long c) {
+        return (c == 1 || c == 2 || c == 3 || c == 5) && c < n - 1;  // a lone rank, no partner
+      });
+      if (!start || t.dims[d].size + t.dims[e].size - 3LL <= b.kmax) continue;
+      double least = std::numeric_limits<double>::infinity();
+      for (std::size_t x : {d, e}) {  // x takes at least its one-member ring floor
+        auto host = f, ring = fr, island = fi;
+        const double floor = fr[x][0];
+        for (auto* v : {&host[x], &ring[x], &island[x]}) {
+          for (double& y : *v) y = std::max(y, floor);
+        }
+        least = std::min(least, walk(host, ring, island));
+      }
+      best = std::max(best, least);
+    }
+  }
+  return best;
+}
+
 // Overlapping dims take at least as long as the slowest dim alone (its loads are part of the
 // combined ones) and as every byte over all egress together; latency terms still add up.
 double overlapped_lower_bound(const Machine& m, const Traffic& t) {
@@ -1585,17 +1640,21 @@ double lower_bound(const Machine& m, const Traffic& t) {
   constexpr std::size_t kPlaceSizes = 32;
   // Every slot holds a rank (plan()'s instances): the closure and lines conditions hold.
   const bool full = static_cast<long long>(m.slots.size()) == t.world;
-  double lb = least_sum_over(fi, sizes, b.island_slots, kPlaceSizes, full);
-  {
-    std::vector<long long> places = b.host_slots;  // the walk over hosts, trees argued apart
-    std::sort(places.begin(), places.end());
-    places.erase(std::unique(places.begin(), places.end()), places.end());
-    places.erase(std::remove(places.begin(), places.end(), 0LL), places.end());
-    if (places.size() > kPlaceSizes) places.resize(kPlaceSizes);
+  std::vector<long long> places = b.host_slots;  // the walk over hosts, trees argued apart
+  std::sort(places.begin(), places.end());
+  places.erase(std::unique(places.begin(), places.end()), places.end());
+  places.erase(std::remove(places.begin(), places.end(), 0LL), places.end());
+  if (places.size() > kPlaceSizes) places.resize(kPlaceSizes);
+  using Floors = std::vector<std::vector<double>>;
+  auto walk = [&](const Floors& host, const Floors& ring, const Floors& island) {
+    double v = least_sum_over(island, sizes, b.island_slots, kPlaceSizes, full);
     for (long long c : places) {
-      lb = std::max(lb, least_sum_trees(fr, f, sizes, c, b.kmax, !b.has_domains, full));
+      v = std::max(v, least_sum_trees(ring, host, sizes, c, b.kmax, !b.has_domains, full));
     }
-  }
+    return v;
+  };
+  double lb = walk(f, fr, fi);
+  lb = std::max(lb, tree_chain_bound(t, b, f, fr, fi, full, walk));
   lb = std::max(
       lb, joint_crossing_bound(m, t, f, fi, sizes, b.host_slots, b.island_slots, b.island_kmax));
   if (!t.matrix.empty()) {

@@ -416,6 +416,69 @@ TEST(CostTest, BoundChargesNetworkLatencyToADimThatMustLeaveItsHost) {
   EXPECT_GT(lb, 0.999 * expect) << "bound " << lb << " s, optimum " << best << " s";
 }
 
+// Tree chains, worked by hand: tp=3 and dp=3 on hosts lending 2, 2, 2, 2 and 1 GPUs (one leaf,
+// 25 GB/s ports). No group fits a host, so each TP and DP group is a two-host tree (its one
+// lone member sends its bytes S through its port) or a ring (a lone member sends V = 4/3 S).
+// The walk allowed both as trees: S_tp + S_dp over a port. But the one-GPU host's rank is alone
+// in both dims; as a tree its TP group's other two members fill a host, each alone in its DP
+// group there, which as a tree needs a host full of its other two members, each alone in TP...
+// and no two of these hosts can be one, nor the one-GPU host (tree_chain_bound). So some rank
+// sends a ring's V in tp or in dp: the optimum is the least of V_tp and S_tp + V_dp over a port
+// (the two are equal here, S_dp = S_tp / 4), plus latency.
+TEST(CostTest, BoundSeesThatTwoHostTreesCannotChain) {
+  Small s = small(tiny(5, 5, 2, 1), {2, 2, 2, 2, 1}, "tp=3,dp=3");
+  Instance in = make_instance(s.fabric, s.nodes, s.request);
+  double s_tp = 0, s_dp = 0;
+  for (const auto& d : in.traffic.dims) {
+    if (d.name == "tp") s_tp = d.bytes;
+    if (d.name == "dp") s_dp = d.bytes;
+  }
+  ASSERT_GT(s_tp, 0);
+  ASSERT_GT(s_dp, 0);
+  const double port = 25e9;
+  const double rings = std::min(4.0 / 3 * s_tp, s_tp + 4.0 / 3 * s_dp) / port;
+  const double best = brute_force(in);
+  const double lb = lower_bound(in.machine, in.traffic);
+  EXPECT_GE(best, rings);
+  EXPECT_LE(lb, best * (1 + 1e-12));
+  EXPECT_GE(lb, rings) << "bound " << lb << " s, optimum " << best << " s, two trees "
+                       << (s_tp + s_dp) / port << " s";
+}
+
+// The tree chain bound against brute force where it applies: 9 ranks of tp=3 and dp=3 (either
+// order) on hosts lending 1 or 2 GPUs, random fabrics without NVLink domains.
+TEST(CostTest, TreeChainBoundAtMostOptimumOnRandomInstances) {
+  for (std::uint64_t seed = 1; seed <= 6; ++seed) {
+    std::mt19937_64 g(seed);
+    auto below = [&](int n) { return static_cast<int>(g() % static_cast<std::uint64_t>(n)); };
+    std::vector<int> tasks;
+    for (int left = 9; left > 0;) {
+      const int k = std::min(left, 1 + below(2));
+      tasks.push_back(k);
+      left -= k;
+    }
+    FatTreeSpec spec = tiny(static_cast<int>(tasks.size()), 1 + below(4), 2, 1 + below(4));
+    spec.rail_optimized = below(3) == 0;
+    const double nvlink[] = {20, 30, 150};
+    spec.nvlink_gbps = nvlink[below(3)];
+    spec.seed = g();
+    if (below(4) == 0) spec = ecmp(spec, 1 + below(2));
+    if (below(4) == 0) spec = two_nics(spec);
+    const std::string layout = below(2) == 0 ? "tp=3,dp=3" : "tp=3,dp=3,order=dp-tp";
+    Small sm = small(spec, tasks, layout);
+    Instance in = make_instance(sm.fabric, sm.nodes, sm.request);
+    ASSERT_LE(lower_bound(in.machine, in.traffic), brute_force(in) * (1 + 1e-12))
+        << "seed " << seed << ": " << layout;
+    Instance slow = in;  // latency dominating
+    for (auto& d : slow.traffic.dims) {
+      d.bytes = std::min(d.bytes, 1.0);
+      d.calls = 1 + below(1000);
+    }
+    ASSERT_LE(lower_bound(slow.machine, slow.traffic), brute_force(slow) * (1 + 1e-12))
+        << "seed " << seed << " (latency): " << layout;
+  }
+}
+
 // The island argument on a case worked by hand. Hosts of 2 GPUs: h0 and h1 form an NVLink
 // domain, h2 is a domain of its own; tp=2, dp=3 (6 ranks). The host argument treats every
 // off-host flow as possibly NVLink-fast; h2 gets, for each dp ring, only a crossing bound of
