@@ -448,7 +448,7 @@ TEST(CostTest, BoundSeesThatTwoHostTreesCannotChain) {
 // The tree chain bound against brute force where it applies: 9 ranks of tp=3 and dp=3 (either
 // order) on hosts lending 1 or 2 GPUs, random fabrics without NVLink domains.
 TEST(CostTest, TreeChainBoundAtMostOptimumOnRandomInstances) {
-  for (std::uint64_t seed = 1; seed <= 6; ++seed) {
+  for (std::uint64_t seed = 1; seed <= 4; ++seed) {
     std::mt19937_64 g(seed);
     auto below = [&](int n) { return static_cast<int>(g() % static_cast<std::uint64_t>(n)); };
     std::vector<int> tasks;
