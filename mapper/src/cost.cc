@@ -932,17 +932,22 @@ double least_sum_trees(const std::vector<std::vector<double>>& ring,
   return best;
 }
 
+// The distinct non-zero place sizes among `slots`, the smallest `max_sizes` of them.
+std::vector<long long> place_sizes(std::vector<long long> slots, std::size_t max_sizes) {
+  std::sort(slots.begin(), slots.end());
+  slots.erase(std::unique(slots.begin(), slots.end()), slots.end());
+  slots.erase(std::remove(slots.begin(), slots.end(), 0LL), slots.end());
+  if (slots.size() > max_sizes) slots.resize(max_sizes);
+  return slots;
+}
+
 // The largest least_sum over places of the given slot counts (each place gives a true bound;
 // the divisibility condition makes the smallest place not always the best). At most
 // `max_sizes` distinct sizes, the smallest, keep it cheap.
 double least_sum_over(const std::vector<std::vector<double>>& f, const std::vector<long long>& n,
-                      std::vector<long long> sizes, std::size_t max_sizes, bool full) {
-  std::sort(sizes.begin(), sizes.end());
-  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
-  sizes.erase(std::remove(sizes.begin(), sizes.end(), 0LL), sizes.end());
-  if (sizes.size() > max_sizes) sizes.resize(max_sizes);
+                      const std::vector<long long>& slots, std::size_t max_sizes, bool full) {
   double best = 0;
-  for (long long c : sizes) best = std::max(best, least_sum(f, n, c, full));
+  for (long long c : place_sizes(slots, max_sizes)) best = std::max(best, least_sum(f, n, c, full));
   return best;
 }
 
@@ -1640,11 +1645,7 @@ double lower_bound(const Machine& m, const Traffic& t) {
   constexpr std::size_t kPlaceSizes = 32;
   // Every slot holds a rank (plan()'s instances): the closure and lines conditions hold.
   const bool full = static_cast<long long>(m.slots.size()) == t.world;
-  std::vector<long long> places = b.host_slots;  // the walk over hosts, trees argued apart
-  std::sort(places.begin(), places.end());
-  places.erase(std::unique(places.begin(), places.end()), places.end());
-  places.erase(std::remove(places.begin(), places.end(), 0LL), places.end());
-  if (places.size() > kPlaceSizes) places.resize(kPlaceSizes);
+  const std::vector<long long> places = place_sizes(b.host_slots, kPlaceSizes);  // trees apart
   using Floors = std::vector<std::vector<double>>;
   auto walk = [&](const Floors& host, const Floors& ring, const Floors& island) {
     double v = least_sum_over(island, sizes, b.island_slots, kPlaceSizes, full);
