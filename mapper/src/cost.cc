@@ -1134,13 +1134,15 @@ constexpr long long kCutSlots = 128;
 // sum_d (1 - theta_d) T_d: the first part is at least the walk bound over the floors scaled by
 // theta, the second at least the crossing bound with each dim's bytes scaled by 1 - theta (each
 // part minimized over placements on its own). Every theta gives a true bound; a coordinate
-// search picks a good one. `f`, `fi`: the walk's host and island floors.
+// search picks a good one. `f`, `fi`: the walk's host and island floors; `rings`, where given:
+// dims known to run no group as a two-node tree, so each group they cut sends V out.
 double joint_crossing_bound(const Machine& m, const Traffic& t,
                             const std::vector<std::vector<double>>& f,
                             const std::vector<std::vector<double>>& fi,
                             const std::vector<long long>& sizes,
                             const std::vector<long long>& host_slots,
-                            const std::vector<long long>& island_slots, long long kmax) {
+                            const std::vector<long long>& island_slots, long long kmax,
+                            const std::vector<bool>& rings = {}) {
   if (static_cast<long long>(m.slots.size()) != t.world) return 0;  // every slot holds a rank
   const std::vector<std::size_t> radix = radix_dims(t);
   if (radix.empty()) return 0;
@@ -1168,7 +1170,8 @@ double joint_crossing_bound(const Machine& m, const Traffic& t,
     const double nd = static_cast<double>(dt.size);
     if (dt.bytes <= 0) continue;
     if (dt.pattern == Pattern::kRing) {
-      out[i] = any_split_hop(dt, kmax);
+      const bool ring = !rings.empty() && rings[radix[i]];
+      out[i] = ring ? internal::ring_volume(dt.size, dt.bytes) : any_split_hop(dt, kmax);
     } else if (dt.pattern == Pattern::kAllToAll) {
       out[i] = (nd - 1) / nd * dt.bytes;
     } else {
@@ -1562,6 +1565,81 @@ double tree_chain_bound(const Traffic& t, const BoundMachine& b,
   return best;
 }
 
+// Trees in the crossing term. joint_crossing_bound() credits every cut all-reduce group with the
+// hop of a two-node tree (S, not V) wherever the group's size allows one, while its walk may keep
+// the other dims whole on their hosts: it never sees that a tree costs the other dims. Split the
+// placements by which tree dims T (all-reduce rings of 3 to 2 kmax members) run some group as a
+// two-node tree, without NVLink domains (nodes are hosts) and with every slot holding a rank:
+// - d not in T: every d-group off one host spans three hosts or more and is a ring, so its floors
+//   are the ring's (fr) and each group a place cuts sends V out of it;
+// - d in T: one d-group lies on two hosts. The one holding at least ceil(n_d / 2) of it holds
+//   that many distinct e-groups of every other dim e (the members differ in d alone) on at most
+//   kmax slots, so some rank there has at most kmax / ceil(n_d / 2) e-peers on its host: time_e
+//   >= the least floor of e up to that count. The other host holds at most n_d / 2 of the
+//   group: time_d >= the least floor of d up to that count.
+// Every placement falls in one case, so the least over cases of (walk, joint crossing term under
+// the case's floors) is a bound.
+template <class Walk>
+double tree_case_bound(const Machine& m, const Traffic& t, const BoundMachine& b,
+                       const std::vector<std::vector<double>>& f,
+                       const std::vector<std::vector<double>>& fr,
+                       const std::vector<std::vector<double>>& fi,
+                       const std::vector<long long>& sizes, bool full, const Walk& walk) {
+  if (!full || b.has_domains) return 0;
+  const std::vector<std::size_t> radix = radix_dims(t);
+  std::vector<std::size_t> trees;
+  for (std::size_t d : radix) {
+    const DimTraffic& dt = t.dims[d];
+    if (dt.all_reduce && dt.pattern == Pattern::kRing && dt.bytes > 0 && dt.size >= 3 &&
+        dt.size <= 2 * b.kmax) {
+      trees.push_back(d);
+    }
+  }
+  constexpr std::size_t kMostTreeDims = 4;  // 2^4 cases
+  if (trees.empty() || trees.size() > kMostTreeDims) return 0;
+  using Floors = std::vector<std::vector<double>>;
+  // The least of `v` over counts 1..j.
+  auto least_up_to = [](const std::vector<double>& v, long long j) {
+    const auto top = static_cast<std::size_t>(std::clamp<long long>(j, 1, std::ssize(v)));
+    return *std::min_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(top));
+  };
+  double least = std::numeric_limits<double>::infinity();
+  for (unsigned mask = 0; mask < (1u << trees.size()); ++mask) {
+    Floors host = f, ring = fr, island = fi;
+    std::vector<bool> rings(t.dims.size(), false);
+    for (std::size_t i = 0; i < trees.size(); ++i) {
+      if (mask & (1u << i)) continue;
+      const std::size_t d = trees[i];
+      rings[d] = true;
+      host[d] = fr[d];
+      for (std::size_t k = 0; k < island[d].size() && k < fr[d].size(); ++k) {
+        island[d][k] = std::max(island[d][k], fr[d][k]);  // islands are hosts here
+      }
+    }
+    std::vector<double> at_least(t.dims.size(), 0.0);
+    for (std::size_t i = 0; i < trees.size(); ++i) {
+      if (!(mask & (1u << i))) continue;
+      const std::size_t d = trees[i];
+      const long long n = t.dims[d].size;
+      at_least[d] = std::max(at_least[d], least_up_to(host[d], n / 2));
+      const long long peers = b.kmax / ((n + 1) / 2);
+      for (std::size_t e : radix) {
+        if (e != d) at_least[e] = std::max(at_least[e], least_up_to(host[e], peers));
+      }
+    }
+    for (std::size_t d = 0; d < t.dims.size(); ++d) {
+      for (auto* v : {&host[d], &ring[d], &island[d]}) {
+        for (double& y : *v) y = std::max(y, at_least[d]);
+      }
+    }
+    const double v = std::max(walk(host, ring, island),
+                              joint_crossing_bound(m, t, host, island, sizes, b.host_slots,
+                                                   b.island_slots, b.island_kmax, rings));
+    least = std::min(least, v);
+  }
+  return least;
+}
+
 // Overlapping dims take at least as long as the slowest dim alone (its loads are part of the
 // combined ones) and as every byte over all egress together; latency terms still add up.
 double overlapped_lower_bound(const Machine& m, const Traffic& t) {
@@ -1658,6 +1736,7 @@ double lower_bound(const Machine& m, const Traffic& t) {
   lb = std::max(lb, tree_chain_bound(t, b, f, fr, fi, full, walk));
   lb = std::max(
       lb, joint_crossing_bound(m, t, f, fi, sizes, b.host_slots, b.island_slots, b.island_kmax));
+  lb = std::max(lb, tree_case_bound(m, t, b, f, fr, fi, sizes, full, walk));
   if (!t.matrix.empty()) {
     double bytes = 0;
     for (const auto& fl : t.matrix) bytes += fl.from != fl.to ? fl.bytes : 0;

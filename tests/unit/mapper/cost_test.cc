@@ -696,6 +696,75 @@ TEST(CostTest, JointBoundTighterWhereTwoRingsCannotShareALeaf) {
   EXPECT_GE(best, 5 * V / port);  // the best order still pays one dim's crossing
 }
 
+// Trees in the crossing term, worked by hand: tp=2 x dp=4 on four hosts of 2 GPUs, leaves of two
+// hosts at 8:1 (a leaf's uplink U = 2 x 2 x 25 / 8 = 12.5 GB/s), S_tp = 3 GB, S_dp = 1 GB, no
+// latency. A DP group over four hosts is a ring; on two hosts, a tree. With every TP pair inside
+// a host (NVLink: S_tp / nv = 0.02 s) both DP rings cross each leaf with V = 1.5 S_dp: 3 GB over
+// U, 0.24 s, 0.26 s in all. The crossing term used to credit each cut DP group with a tree's
+// S_dp (2 GB over U, 0.16 s) while the walk kept TP inside hosts: 0.18 s. But a DP tree puts two
+// members, of two TP groups, on one host of two slots: each alone in TP there, so TP's pairs
+// leave their hosts (S_tp through a port, 0.12 s). tree_case_bound takes the lesser of the two
+// cases: 0.255 s where no DP group is a tree (the theta mix gives away 0.005 s), 0.259 s where
+// one is.
+TEST(CostTest, CrossingTermChargesATreeToTheDimsItSplits) {
+  Small s = small(tiny(4, 2, 2, 8), {2, 2, 2, 2}, "tp=2,dp=4");
+  Instance in = make_instance(s.fabric, s.nodes, s.request);
+  const Machine& m = in.machine;
+  ASSERT_EQ(m.levels[0].uplink_gbps.size(), 2u);
+  ASSERT_DOUBLE_EQ(m.levels[0].uplink_gbps[0], 12.5);
+  for (auto& d : in.traffic.dims) {
+    if (d.size <= 1) continue;
+    ASSERT_EQ(d.pattern, Pattern::kRing);
+    ASSERT_TRUE(d.all_reduce);
+    d.bytes = d.name == "tp" ? 3e9 : 1e9;
+    d.calls = 0;
+  }
+  const double U = 12.5e9, nv = 150e9;
+  const double rings = 1.5 * 2e9 / U + 3e9 / nv;  // TP in hosts, DP rings over both leaves
+  const double best = brute_force(in);
+  const double lb = lower_bound(m, in.traffic);
+  EXPECT_NEAR(best, rings, rings * 1e-9);
+  EXPECT_LE(lb, best * (1 + 1e-12));
+  EXPECT_GT(lb, 0.95 * rings) << "bound " << lb << " s, optimum " << best << " s, tree credit "
+                              << 2e9 / U + 3e9 / nv << " s";
+}
+
+// Trees in the crossing term against brute force where they count: whole hosts of 2 or 4 GPUs
+// (8 ranks) under oversubscribed leaves, sometimes pods, rails, ECMP or two NICs, a layout with
+// an all-reduce of 3 or 4 members (tp, dp or both) in either order, random bytes per dim, and
+// each instance again with latency dominating.
+TEST(CostTest, TreeCaseBoundAtMostOptimumOnRandomInstances) {
+  for (std::uint64_t seed = 1; seed <= 12; ++seed) {
+    std::mt19937_64 g(seed * 104729);
+    auto below = [&](int n) { return static_cast<int>(g() % static_cast<std::uint64_t>(n)); };
+    const int gpus = below(3) == 0 ? 4 : 2;
+    const int hosts = 8 / gpus;
+    FatTreeSpec spec = tiny(hosts, 1 + below(hosts == 4 ? 3 : 1), gpus, 2 + below(7));
+    if (hosts == 4 && spec.hosts_per_leaf == 1 && below(2) == 0) spec = three_tier(spec, 2, 4);
+    spec.rail_optimized = below(4) == 0;
+    const double nvlink[] = {20, 60, 150};
+    spec.nvlink_gbps = nvlink[below(3)];
+    spec.seed = g();
+    if (below(4) == 0) spec = ecmp(spec, 1 + below(2));
+    if (below(4) == 0) spec = two_nics(spec);
+    const char* layouts[] = {"tp=2,dp=4", "tp=4,dp=2", "tp=2,cp=2,dp=2", "cp=2,dp=4"};
+    std::string layout = layouts[below(4)];
+    if (below(2) == 0) layout += ",order=dp-cp-tp";
+    Small sm = small(spec, std::vector<int>(static_cast<std::size_t>(hosts), gpus), layout);
+    Instance in = make_instance(sm.fabric, sm.nodes, sm.request);
+    for (auto& d : in.traffic.dims) d.bytes *= 0.25 + 0.25 * below(12);
+    ASSERT_LE(lower_bound(in.machine, in.traffic), brute_force(in) * (1 + 1e-12))
+        << "seed " << seed << ": " << layout;
+    Instance slow = in;
+    for (auto& d : slow.traffic.dims) {
+      d.bytes = std::min(d.bytes, 1.0);
+      d.calls = 1 + below(1000);
+    }
+    ASSERT_LE(lower_bound(slow.machine, slow.traffic), brute_force(slow) * (1 + 1e-12))
+        << "seed " << seed << " (latency): " << layout;
+  }
+}
+
 // ---- The model's NCCL facts on small instances worked by hand (docs/mapper.md, "Cost model").
 
 namespace model {
