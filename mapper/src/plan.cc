@@ -754,7 +754,8 @@ class Mapper {
         for (long long b = 2; b < dj.size; ++b) {
           if (dj.size % b || evals_left <= 0) continue;
           Digits dg = digits_of(heavy);
-          dg.erase(dg.begin() + static_cast<long long>(i), dg.begin() + static_cast<long long>(i) + 2);
+          dg.erase(dg.begin() + static_cast<long long>(i),
+                   dg.begin() + static_cast<long long>(i) + 2);
           const Digits mid = {{di.stride, a},
                               {dj.stride, b},
                               {di.stride * a, di.size / a},

@@ -253,8 +253,9 @@ topology::NodeTopology make_node(int gpus, int nics, double nvlink_gbps, double 
   for (int i = 0; i < gpus; ++i) {
     const int si = shared ? i * nics / gpus : i;
     // The socket of the switch's first GPU: a switch's GPUs share it.
-    int c = (static_cast<std::size_t>(si) < sw.size() ? g.vertex(sw[static_cast<std::size_t>(si)]).numa
-                                                       : i * sockets / std::max(1, gpus));
+    int c =
+        (static_cast<std::size_t>(si) < sw.size() ? g.vertex(sw[static_cast<std::size_t>(si)]).numa
+                                                  : i * sockets / std::max(1, gpus));
     char bus[32];
     if (static_cast<std::size_t>(si) == sw.size()) {
       Vertex s;
