@@ -866,18 +866,21 @@ double least_sum(const std::vector<std::vector<double>>& f, const std::vector<lo
 // the group need not be crowded on one host, and the partner floors are left out.
 double least_sum_trees(const std::vector<std::vector<double>>& ring,
                        const std::vector<std::vector<double>>& any, const std::vector<long long>& n,
-                       long long c, long long kmax, bool partners, bool full) {
+                       long long c, long long kmax, bool partners, bool full,
+                       const std::vector<std::vector<double>>* host_any = nullptr) {
   std::vector<std::size_t> live;
   for (std::size_t d = 0; d < any.size(); ++d) {
     if (any[d].size() > 1 || (any[d].size() == 1 && any[d][0] > 0)) live.push_back(d);
   }
   if (live.empty()) return 0;
   c = std::max(1LL, c);
-  // g[e][q]: the least floor of dim e with at most kmax / q members on a host.
+  // g[e][q]: the least floor of dim e with at most kmax / q members on a host (`host_any`: the
+  // host floors, where the place is larger than a host).
+  const auto& hf = host_any ? *host_any : any;
   auto g = [&](std::size_t e, long long q) {
-    const long long most = std::min<long long>(static_cast<long long>(any[e].size()), kmax / q);
+    const long long most = std::min<long long>(static_cast<long long>(hf[e].size()), kmax / q);
     double v = std::numeric_limits<double>::infinity();
-    for (long long j = 1; j <= most; ++j) v = std::min(v, any[e][static_cast<std::size_t>(j - 1)]);
+    for (long long j = 1; j <= most; ++j) v = std::min(v, hf[e][static_cast<std::size_t>(j - 1)]);
     return most >= 1 ? v : 0.0;
   };
   double best = std::numeric_limits<double>::infinity();
@@ -1640,6 +1643,89 @@ double tree_case_bound(const Machine& m, const Traffic& t, const BoundMachine& b
   return least;
 }
 
+// Latency beyond a leaf. The model charges a dim the latency of the highest level any of its flows
+// reaches, and the host floors charge a group that leaves its host the least latency beyond one
+// (a leaf's). A group that leaves its level-l switch group reaches a level above l (routing climbs
+// to the first level where both hosts share a group, and levels 0..l nest). So for a rank with
+// k < n members of its group under its level-l switch: as a ring, the host's ring floor for at
+// most min(k, kmax) members on its host; as a two-host tree, its host holds all k and the tree's
+// floor for k, with the partner host's floors on the other dims; either plus the latency above
+// level l over a leaf's. A switch of one host then prices a group split over hosts (a two-host
+// TP tree) at the latency it pays. The walk runs on each level's places, without NVLink domains
+// (a flow between hosts of one domain reaches no switch).
+double level_latency_bound(const Machine& m, const Traffic& t, const BoundMachine& b,
+                           const std::vector<std::vector<double>>& f,
+                           const std::vector<std::vector<double>>& fr,
+                           const std::vector<long long>& sizes, bool full) {
+  if (!full || b.has_domains) return 0;
+  constexpr std::size_t kPlaceSizes = 32;
+  auto prefix_min = [](const std::vector<double>& v) {
+    std::vector<double> p(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) p[i] = i == 0 ? v[0] : std::min(p[i - 1], v[i]);
+    return p;
+  };
+  double best = 0;
+  for (std::size_t l = 0; l < m.levels.size(); ++l) {
+    if (l > 0) {  // nesting: hosts sharing a level l-1 group share their level l group
+      std::vector<long long> up(m.levels[l - 1].uplink_gbps.size(), -1);
+      for (std::size_t h = 0; h < m.hosts.size(); ++h) {
+        auto& u = up[m.levels[l - 1].group_of_host[h]];
+        if (u >= 0 && u != static_cast<long long>(m.levels[l].group_of_host[h])) return best;
+        u = m.levels[l].group_of_host[h];
+      }
+    }
+    double above = std::numeric_limits<double>::infinity();
+    for (std::size_t r = l + 2; r < std::max<std::size_t>(m.reach_latency_us.size(), l + 3); ++r) {
+      above = std::min(above, internal::reach_latency_us(m, static_cast<int>(r)));
+    }
+    if (!(above > b.lat_network)) continue;
+    std::vector<long long> slots(m.levels[l].uplink_gbps.size(), 0);
+    for (const auto& sl : m.slots) ++slots[m.levels[l].group_of_host[sl.host]];
+    const long long cmax = std::min(*std::max_element(slots.begin(), slots.end()), kCutSlots);
+    const std::size_t D = t.dims.size();
+    std::vector<std::vector<double>> ring(D), any(D);
+    for (std::size_t d = 0; d < D; ++d) {
+      const DimTraffic& dt = t.dims[d];
+      if (dt.size <= 1 || dt.bytes <= 0) {
+        ring[d] = any[d] = {0.0};
+        continue;
+      }
+      const double steps = dt.pattern == Pattern::kRing ? 2.0 * (dt.size - 1.0) : 1.0;
+      const double extra = dt.calls * steps * (above - b.lat_network) * 1e-6;
+      const std::vector<double> f_min = prefix_min(f[d]), fr_min = prefix_min(fr[d]);
+      const auto kcap = static_cast<std::size_t>(std::min<long long>(dt.size, cmax));
+      ring[d].resize(kcap);
+      any[d].resize(kcap);
+      for (std::size_t k = 1; k <= kcap; ++k) {
+        const std::size_t on_host = std::min(k, f_min.size());
+        if (static_cast<long long>(k) == dt.size) {  // whole under the switch: any host count
+          ring[d][k - 1] = any[d][k - 1] = f_min[on_host - 1];
+          continue;
+        }
+        ring[d][k - 1] = fr_min[std::min(k, fr_min.size()) - 1] + extra;
+        any[d][k - 1] = ring[d][k - 1];
+        if (k <= f[d].size()) any[d][k - 1] = std::min(any[d][k - 1], f[d][k - 1] + extra);
+      }
+      // The group's other n - k members sit under other switches, at most n - k under each.
+      if (dt.pattern != Pattern::kPipeline) {
+        const std::vector<double> any_min = prefix_min(any[d]);
+        for (long long k = 1; k <= static_cast<long long>(kcap) && k < dt.size; ++k) {
+          const auto j = static_cast<std::size_t>(std::min<long long>(dt.size - k, kcap));
+          for (auto* v : {&ring[d], &any[d]}) {
+            (*v)[static_cast<std::size_t>(k - 1)] =
+                std::max((*v)[static_cast<std::size_t>(k - 1)], any_min[j - 1]);
+          }
+        }
+      }
+    }
+    for (long long c : place_sizes(slots, kPlaceSizes)) {
+      if (c > kCutSlots) break;  // the search grows with c; small switches are where it tells
+      best = std::max(best, least_sum_trees(ring, any, sizes, c, b.kmax, true, full, &f));
+    }
+  }
+  return best;
+}
+
 // Overlapping dims take at least as long as the slowest dim alone (its loads are part of the
 // combined ones) and as every byte over all egress together; latency terms still add up.
 double overlapped_lower_bound(const Machine& m, const Traffic& t) {
@@ -1737,6 +1823,7 @@ double lower_bound(const Machine& m, const Traffic& t) {
   lb = std::max(
       lb, joint_crossing_bound(m, t, f, fi, sizes, b.host_slots, b.island_slots, b.island_kmax));
   lb = std::max(lb, tree_case_bound(m, t, b, f, fr, fi, sizes, full, walk));
+  lb = std::max(lb, level_latency_bound(m, t, b, f, fr, sizes, full));
   if (!t.matrix.empty()) {
     double bytes = 0;
     for (const auto& fl : t.matrix) bytes += fl.from != fl.to ? fl.bytes : 0;

@@ -416,6 +416,31 @@ TEST(CostTest, BoundChargesNetworkLatencyToADimThatMustLeaveItsHost) {
   EXPECT_GT(lb, 0.999 * expect) << "bound " << lb << " s, optimum " << best << " s";
 }
 
+// The same two hosts, each under a leaf of its own: a dim that leaves its host now leaves its leaf
+// and waits for the spine. TP in hosts (dp over the spine) is the optimum; the host walk charged
+// dp only a leaf's latency, level_latency_bound() the spine's.
+TEST(CostTest, BoundChargesSpineLatencyToADimThatMustLeaveItsLeaf) {
+  Small s = small(tiny(2, 1, 2, 1), {2, 2}, "tp=2,dp=2");
+  Instance in = make_instance(s.fabric, s.nodes, s.request);
+  for (auto& d : in.traffic.dims) {
+    if (d.size <= 1) continue;
+    d.bytes = 1;
+    d.calls = d.name == "tp" ? 1000 : 10;
+  }
+  const Machine& m = in.machine;
+  ASSERT_EQ(m.reach_latency_us.size(), 4u);  // NVLink, a leaf, the spine, above it
+  const double nv = m.reach_latency_us[0], leaf = m.reach_latency_us[1],
+               spine = m.reach_latency_us[2];
+  ASSERT_LT(leaf, spine);
+  const double expect = (1000 * 2 * nv + 10 * 2 * spine) * 1e-6;
+  const double best = brute_force(in);
+  EXPECT_NEAR(best, expect, expect * 1e-3);
+  const double lb = lower_bound(m, in.traffic);
+  EXPECT_LE(lb, best * (1 + 1e-12));
+  EXPECT_GT(lb, 0.999 * expect) << "bound " << lb << " s, optimum " << best << " s, with a leaf's "
+                                << (1000 * 2 * nv + 10 * 2 * leaf) * 1e-6 << " s";
+}
+
 // Tree chains, worked by hand: tp=3 and dp=3 on hosts lending 2, 2, 2, 2 and 1 GPUs (one leaf,
 // 25 GB/s ports). No group fits a host, so each TP and DP group is a two-host tree (its one
 // lone member sends its bytes S through its port) or a ring (a lone member sends V = 4/3 S).
@@ -762,6 +787,38 @@ TEST(CostTest, TreeCaseBoundAtMostOptimumOnRandomInstances) {
     }
     ASSERT_LE(lower_bound(slow.machine, slow.traffic), brute_force(slow) * (1 + 1e-12))
         << "seed " << seed << " (latency): " << layout;
+  }
+}
+
+// Latency above a leaf against brute force: 8 ranks on whole hosts of 2 or 4 GPUs under leaves of
+// one or two hosts (sometimes pods of two leaves), rails, ECMP or two NICs now and then, random
+// bytes and calls so that latency and bandwidth both count.
+TEST(CostTest, LevelLatencyBoundAtMostOptimumOnRandomInstances) {
+  for (std::uint64_t seed = 1; seed <= 12; ++seed) {
+    std::mt19937_64 g(seed * 7727);
+    auto below = [&](int n) { return static_cast<int>(g() % static_cast<std::uint64_t>(n)); };
+    const int gpus = below(3) == 0 ? 4 : 2;
+    const int hosts = 8 / gpus;
+    FatTreeSpec spec = tiny(hosts, 1 + below(2), gpus, 1 + below(4));
+    if (below(2) == 0) spec = three_tier(spec, 2, 1 + below(3));
+    spec.rail_optimized = below(5) == 0;
+    const double nvlink[] = {20, 60, 150};
+    spec.nvlink_gbps = nvlink[below(3)];
+    spec.seed = g();
+    if (below(5) == 0) spec = ecmp(spec, 1 + below(2));
+    if (below(5) == 0) spec = two_nics(spec);
+    const char* layouts[] = {"tp=2,dp=4",      "tp=4,dp=2", "tp=2,cp=2,dp=2",
+                             "tp=2,pp=2,dp=2", "ep=4,dp=2", "tp=2,ep=2,dp=2"};
+    std::string layout = layouts[below(6)];
+    if (below(2) == 0) layout += ",order=dp-pp-ep-cp-tp";
+    Small sm = small(spec, std::vector<int>(static_cast<std::size_t>(hosts), gpus), layout);
+    Instance in = make_instance(sm.fabric, sm.nodes, sm.request);
+    for (auto& d : in.traffic.dims) {
+      d.bytes *= 0.001 * (1 + below(1000));
+      d.calls = 1 + below(20000);
+    }
+    ASSERT_LE(lower_bound(in.machine, in.traffic), brute_force(in) * (1 + 1e-12))
+        << "seed " << seed << ": " << layout;
   }
 }
 
