@@ -441,6 +441,20 @@ TEST(CostTest, BoundChargesSpineLatencyToADimThatMustLeaveItsLeaf) {
                                 << (1000 * 2 * nv + 10 * 2 * leaf) * 1e-6 << " s";
 }
 
+// The bound against brute force on `in`, and again with latency dominating (one byte a dim, calls
+// drawn from `g`).
+void expect_bound_at_most_optimum_both_ways(const Instance& in, std::mt19937_64& g,
+                                            const std::string& what) {
+  ASSERT_LE(lower_bound(in.machine, in.traffic), brute_force(in) * (1 + 1e-12)) << what;
+  Instance slow = in;
+  for (auto& d : slow.traffic.dims) {
+    d.bytes = std::min(d.bytes, 1.0);
+    d.calls = 1 + static_cast<int>(g() % 1000);
+  }
+  ASSERT_LE(lower_bound(slow.machine, slow.traffic), brute_force(slow) * (1 + 1e-12))
+      << what << " (latency)";
+}
+
 // Tree chains, worked by hand: tp=3 and dp=3 on hosts lending 2, 2, 2, 2 and 1 GPUs (one leaf,
 // 25 GB/s ports). No group fits a host, so each TP and DP group is a two-host tree (its one
 // lone member sends its bytes S through its port) or a ring (a lone member sends V = 4/3 S).
@@ -492,15 +506,8 @@ TEST(CostTest, TreeChainBoundAtMostOptimumOnRandomInstances) {
     const std::string layout = below(2) == 0 ? "tp=3,dp=3" : "tp=3,dp=3,order=dp-tp";
     Small sm = small(spec, tasks, layout);
     Instance in = make_instance(sm.fabric, sm.nodes, sm.request);
-    ASSERT_LE(lower_bound(in.machine, in.traffic), brute_force(in) * (1 + 1e-12))
-        << "seed " << seed << ": " << layout;
-    Instance slow = in;  // latency dominating
-    for (auto& d : slow.traffic.dims) {
-      d.bytes = std::min(d.bytes, 1.0);
-      d.calls = 1 + below(1000);
-    }
-    ASSERT_LE(lower_bound(slow.machine, slow.traffic), brute_force(slow) * (1 + 1e-12))
-        << "seed " << seed << " (latency): " << layout;
+    ASSERT_NO_FATAL_FAILURE(expect_bound_at_most_optimum_both_ways(
+        in, g, "seed " + std::to_string(seed) + ": " + layout));
   }
 }
 
@@ -754,6 +761,19 @@ TEST(CostTest, CrossingTermChargesATreeToTheDimsItSplits) {
                               << 2e9 / U + 3e9 / nv << " s";
 }
 
+// What the random bound tests below vary on a fabric, each one time in `one_in`: rails, ECMP
+// (one or two cables), two NICs a GPU; and the NVLink speed (20, 60 or 150 GB/s).
+FatTreeSpec vary(FatTreeSpec spec, std::mt19937_64& g, int one_in) {
+  auto below = [&](int n) { return static_cast<int>(g() % static_cast<std::uint64_t>(n)); };
+  spec.rail_optimized = below(one_in) == 0;
+  const double nvlink[] = {20, 60, 150};
+  spec.nvlink_gbps = nvlink[below(3)];
+  spec.seed = g();
+  if (below(one_in) == 0) spec = ecmp(spec, 1 + below(2));
+  if (below(one_in) == 0) spec = two_nics(spec);
+  return spec;
+}
+
 // Trees in the crossing term against brute force where they count: whole hosts of 2 or 4 GPUs
 // (8 ranks) under oversubscribed leaves, sometimes pods, rails, ECMP or two NICs, a layout with
 // an all-reduce of 3 or 4 members (tp, dp or both) in either order, random bytes per dim, and
@@ -766,27 +786,15 @@ TEST(CostTest, TreeCaseBoundAtMostOptimumOnRandomInstances) {
     const int hosts = 8 / gpus;
     FatTreeSpec spec = tiny(hosts, 1 + below(hosts == 4 ? 3 : 1), gpus, 2 + below(7));
     if (hosts == 4 && spec.hosts_per_leaf == 1 && below(2) == 0) spec = three_tier(spec, 2, 4);
-    spec.rail_optimized = below(4) == 0;
-    const double nvlink[] = {20, 60, 150};
-    spec.nvlink_gbps = nvlink[below(3)];
-    spec.seed = g();
-    if (below(4) == 0) spec = ecmp(spec, 1 + below(2));
-    if (below(4) == 0) spec = two_nics(spec);
+    spec = vary(spec, g, 4);
     const char* layouts[] = {"tp=2,dp=4", "tp=4,dp=2", "tp=2,cp=2,dp=2", "cp=2,dp=4"};
     std::string layout = layouts[below(4)];
     if (below(2) == 0) layout += ",order=dp-cp-tp";
     Small sm = small(spec, std::vector<int>(static_cast<std::size_t>(hosts), gpus), layout);
     Instance in = make_instance(sm.fabric, sm.nodes, sm.request);
     for (auto& d : in.traffic.dims) d.bytes *= 0.25 + 0.25 * below(12);
-    ASSERT_LE(lower_bound(in.machine, in.traffic), brute_force(in) * (1 + 1e-12))
-        << "seed " << seed << ": " << layout;
-    Instance slow = in;
-    for (auto& d : slow.traffic.dims) {
-      d.bytes = std::min(d.bytes, 1.0);
-      d.calls = 1 + below(1000);
-    }
-    ASSERT_LE(lower_bound(slow.machine, slow.traffic), brute_force(slow) * (1 + 1e-12))
-        << "seed " << seed << " (latency): " << layout;
+    ASSERT_NO_FATAL_FAILURE(expect_bound_at_most_optimum_both_ways(
+        in, g, "seed " + std::to_string(seed) + ": " + layout));
   }
 }
 
@@ -801,12 +809,7 @@ TEST(CostTest, LevelLatencyBoundAtMostOptimumOnRandomInstances) {
     const int hosts = 8 / gpus;
     FatTreeSpec spec = tiny(hosts, 1 + below(2), gpus, 1 + below(4));
     if (below(2) == 0) spec = three_tier(spec, 2, 1 + below(3));
-    spec.rail_optimized = below(5) == 0;
-    const double nvlink[] = {20, 60, 150};
-    spec.nvlink_gbps = nvlink[below(3)];
-    spec.seed = g();
-    if (below(5) == 0) spec = ecmp(spec, 1 + below(2));
-    if (below(5) == 0) spec = two_nics(spec);
+    spec = vary(spec, g, 5);
     const char* layouts[] = {"tp=2,dp=4",      "tp=4,dp=2", "tp=2,cp=2,dp=2",
                              "tp=2,pp=2,dp=2", "ep=4,dp=2", "tp=2,ep=2,dp=2"};
     std::string layout = layouts[below(6)];
