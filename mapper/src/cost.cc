@@ -788,19 +788,23 @@ double split_groups(const std::vector<long long>& bin_slots, long long n, long l
   return static_cast<double>(std::max(0LL, groups - whole));
 }
 
+// Floors over counts 1..k: p[k-1] = the least of v[0..k-1] (a floor for "at most k members").
+std::vector<double> prefix_min(const std::vector<double>& v) {
+  std::vector<double> p(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) p[i] = i == 0 ? v[0] : std::min(p[i - 1], v[i]);
+  return p;
+}
+
 // Ring and all-to-all members are alike: when a rank's place holds k < n members, the other
 // n - k sit on other places holding at most n - k each, and the dim takes at least as long as
 // those members' own bound. f[k-1] is the bound for k members on the rank's place.
 void raise_by_other_members(std::vector<double>& f, long long n) {
   const auto kcap = static_cast<long long>(f.size());
-  std::vector<double> prefix_min(f.size());
-  for (std::size_t i = 0; i < f.size(); ++i) {
-    prefix_min[i] = i == 0 ? f[0] : std::min(prefix_min[i - 1], f[i]);
-  }
+  const std::vector<double> least = prefix_min(f);
   for (long long k = 1; k <= kcap && k < n; ++k) {
     const long long j = std::min(n - k, kcap);
     auto& v = f[static_cast<std::size_t>(k - 1)];
-    v = std::max(v, prefix_min[static_cast<std::size_t>(j - 1)]);
+    v = std::max(v, least[static_cast<std::size_t>(j - 1)]);
   }
 }
 
@@ -1016,6 +1020,22 @@ struct CrossTier {
   double total_cap = 0;
 };
 
+// How many levels, from the lowest, nest: hosts sharing a level l-1 group share their level l
+// group. Routing climbs to the first level where two hosts share a group, so a flow between
+// hosts of different groups of a nesting level l reaches above l.
+std::size_t nested_levels(const Machine& m) {
+  for (std::size_t l = 1; l < m.levels.size(); ++l) {
+    std::vector<long long> up(m.levels[l - 1].uplink_gbps.size(), -1);
+    for (std::size_t h = 0; h < m.hosts.size(); ++h) {
+      auto& u = up[m.levels[l - 1].group_of_host[h]];
+      const auto g = static_cast<long long>(m.levels[l].group_of_host[h]);
+      if (u >= 0 && u != g) return l;
+      u = g;
+    }
+  }
+  return m.levels.size();
+}
+
 // Islands, then each network level with its groups merged where an NVLink domain spans them (a
 // flow between hosts of one domain uses NVLink and loads no uplink). A level whose groups do not
 // nest inside the next level's is left out, and so are the levels above it: the routing stops
@@ -1069,17 +1089,9 @@ std::vector<CrossTier> cross_tiers(const Machine& m, const std::vector<long long
   std::vector<std::size_t> by_host(m.hosts.size());
   std::iota(by_host.begin(), by_host.end(), 0);
   merge_domains(by_host, m.hosts.size(), host_ports);
-  for (std::size_t l = 0; l < m.levels.size(); ++l) {
+  const std::size_t nest = nested_levels(m);
+  for (std::size_t l = 0; l < nest; ++l) {
     const NetLevel& nl = m.levels[l];
-    if (l > 0) {
-      // Nesting: hosts sharing a level l-1 group share their level l group.
-      std::vector<long long> up(m.levels[l - 1].uplink_gbps.size(), -1);
-      for (std::size_t h = 0; h < m.hosts.size(); ++h) {
-        auto& u = up[m.levels[l - 1].group_of_host[h]];
-        if (u >= 0 && u != nl.group_of_host[h]) return tiers;
-        u = nl.group_of_host[h];
-      }
-    }
     std::vector<double> cap(nl.uplink_gbps.size());
     for (std::size_t g = 0; g < cap.size(); ++g) cap[g] = nl.uplink_gbps[g] * kGB;
     merge_domains(std::vector<std::size_t>(nl.group_of_host.begin(), nl.group_of_host.end()),
@@ -1484,10 +1496,7 @@ std::vector<double> island_floors(const DimTraffic& dt, const BoundMachine& b, d
   const double nv = b.nv, port = b.port;
   const long long kcap_i = std::min(n, b.island_kmax);
   std::vector<double> fi(static_cast<std::size_t>(kcap_i), 0.0);
-  std::vector<double> host_min(host_f.size());  // prefix minima of f: the host-count floor
-  for (std::size_t i = 0; i < host_f.size(); ++i) {
-    host_min[i] = i == 0 ? host_f[0] : std::min(host_min[i - 1], host_f[i]);
-  }
+  const std::vector<double> host_min = prefix_min(host_f);  // the host-count floor
   for (long long k = 1; k <= kcap_i; ++k) {
     double v = 0;
     const double kd = static_cast<double>(k);
@@ -1603,8 +1612,7 @@ double tree_case_bound(const Machine& m, const Traffic& t, const BoundMachine& b
   using Floors = std::vector<std::vector<double>>;
   // The least of `v` over counts 1..j.
   auto least_up_to = [](const std::vector<double>& v, long long j) {
-    const auto top = static_cast<std::size_t>(std::clamp<long long>(j, 1, std::ssize(v)));
-    return *std::min_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(top));
+    return prefix_min(v)[static_cast<std::size_t>(std::clamp<long long>(j, 1, std::ssize(v)) - 1)];
   };
   double least = std::numeric_limits<double>::infinity();
   for (unsigned mask = 0; mask < (1u << trees.size()); ++mask) {
@@ -1659,21 +1667,9 @@ double level_latency_bound(const Machine& m, const Traffic& t, const BoundMachin
                            const std::vector<long long>& sizes, bool full) {
   if (!full || b.has_domains) return 0;
   constexpr std::size_t kPlaceSizes = 32;
-  auto prefix_min = [](const std::vector<double>& v) {
-    std::vector<double> p(v.size());
-    for (std::size_t i = 0; i < v.size(); ++i) p[i] = i == 0 ? v[0] : std::min(p[i - 1], v[i]);
-    return p;
-  };
   double best = 0;
-  for (std::size_t l = 0; l < m.levels.size(); ++l) {
-    if (l > 0) {  // nesting: hosts sharing a level l-1 group share their level l group
-      std::vector<long long> up(m.levels[l - 1].uplink_gbps.size(), -1);
-      for (std::size_t h = 0; h < m.hosts.size(); ++h) {
-        auto& u = up[m.levels[l - 1].group_of_host[h]];
-        if (u >= 0 && u != static_cast<long long>(m.levels[l].group_of_host[h])) return best;
-        u = m.levels[l].group_of_host[h];
-      }
-    }
+  const std::size_t nest = nested_levels(m);
+  for (std::size_t l = 0; l < nest; ++l) {
     double above = std::numeric_limits<double>::infinity();
     for (std::size_t r = l + 2; r < std::max<std::size_t>(m.reach_latency_us.size(), l + 3); ++r) {
       above = std::min(above, internal::reach_latency_us(m, static_cast<int>(r)));
