@@ -58,6 +58,20 @@ FatTreeSpec nvl72(int hosts) {
   return s;
 }
 
+// A step on an nvl72() cluster: the first per_domain[d] hosts of domain d, all 4 GPUs of each.
+Request in_domains(const topology::Fabric& fabric, const std::vector<int>& per_domain,
+                   const std::string& layout) {
+  Request r;
+  for (std::size_t d = 0; d < per_domain.size(); ++d) {
+    for (int i = 0; i < per_domain[d]; ++i) {
+      r.hosts.push_back(fabric.hosts[d * 18 + static_cast<std::size_t>(i)].name);
+      r.tasks_per_host.push_back(4);
+    }
+  }
+  r.layout = parse_layout(layout);
+  return r;
+}
+
 Request request_of(const Allocation& a, const std::string& layout) {
   Request r;
   r.hosts = a.hosts;
@@ -411,15 +425,7 @@ TEST(PlanTest, WholeHostStepsTryASecondOrientation) {
 TEST(PlanTest, SecondOrientationCountsGroupsInsideNvlinkDomains) {
   const topology::Fabric fabric = make_fat_tree(nvl72(144));
   const topology::NodeTopology node = make_node(4, 4, 900, 50);
-  Request r;
-  const std::vector<int> per_domain = {7, 5, 3, 4, 5, 8};
-  for (std::size_t d = 0; d < per_domain.size(); ++d) {
-    for (int i = 0; i < per_domain[d]; ++i) {
-      r.hosts.push_back(fabric.hosts[d * 18 + static_cast<std::size_t>(i)].name);
-      r.tasks_per_host.push_back(4);
-    }
-  }
-  r.layout = parse_layout("tp=2,ep=8,pp=2,dp=auto");
+  const Request r = in_domains(fabric, {7, 5, 3, 4, 5, 8}, "tp=2,ep=8,pp=2,dp=auto");
   const RankPlan p = plan(fabric, std::vector<const topology::NodeTopology*>(32, &node), r);
   EXPECT_LT(p.cost.seconds, 0.77 * p.block_cost.seconds)
       << "topo " << p.cost.seconds << " s, bound " << p.lower_bound << " s, block "
@@ -440,14 +446,7 @@ TEST(PlanTest, StagesStraddlingTwoNvlinkDomainsSplitByRowsAndColumns) {
   const topology::NodeTopology node = make_node(4, 4, 900, 50);
   for (const std::vector<int>& per_domain :
        {std::vector<int>{8, 10, 9, 5}, std::vector<int>{5, 6, 5, 7, 6, 3}}) {
-    Request r;
-    for (std::size_t d = 0; d < per_domain.size(); ++d) {
-      for (int i = 0; i < per_domain[d]; ++i) {
-        r.hosts.push_back(fabric.hosts[d * 18 + static_cast<std::size_t>(i)].name);
-        r.tasks_per_host.push_back(4);
-      }
-    }
-    r.layout = parse_layout("tp=8,pp=4,dp=auto");
+    const Request r = in_domains(fabric, per_domain, "tp=8,pp=4,dp=auto");
     const RankPlan p = plan(fabric, std::vector<const topology::NodeTopology*>(32, &node), r);
     EXPECT_LT(p.cost.seconds, 0.9 * p.block_cost.seconds)
         << per_domain.size() << " domains: topo " << p.cost.seconds << " s, bound " << p.lower_bound
