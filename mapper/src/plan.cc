@@ -765,12 +765,11 @@ class Mapper {
         }
       }
     }
-    if (evals_left > 0) {
-      Assignment split = split_stages(block_by_name());
-      if (!split.empty()) consider(std::move(split));
-    }
-    if (evals_left > 0) {
-      Assignment split = split_stages(domains_in_turn());
+    // Pipeline stages straddling two NVLink domains, over name order and a domain order.
+    const bool domains =
+        std::any_of(m.domain_of_host.begin(), m.domain_of_host.end(), [](int d) { return d >= 0; });
+    for (int k = 0; k < 2 && domains && evals_left > 0; ++k) {
+      Assignment split = split_stages(k == 0 ? block_by_name() : domains_in_turn());
       if (!split.empty()) consider(std::move(split));
     }
     return starts;
@@ -783,13 +782,10 @@ class Mapper {
   // lone member or a few. Instead pick the x cells so that every row is whole or C/2 + C/2 and
   // every column whole or R/2 + R/2: both dims' crossing groups are two-node trees of even halves
   // (docs/mapper.md, nvl72 findings). Returns `a` with such stages rearranged, or nothing.
+  // Called only where the step has NVLink domains (else every node is a host).
   Assignment split_stages(Assignment a) const {
     const Machine& m = in_.machine;
     const Traffic& t = in_.traffic;
-    if (std::none_of(m.domain_of_host.begin(), m.domain_of_host.end(),
-                     [](int d) { return d >= 0; })) {
-      return {};
-    }
     long long C = 0, R = 0, U = 0;
     if (a.empty() || !stage_grid(&C, &R, &U)) return {};
     bool changed = false;
