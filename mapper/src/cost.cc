@@ -1017,6 +1017,8 @@ std::vector<std::size_t> radix_dims(const Traffic& t) {
 struct CrossTier {
   std::vector<long long> slots;
   std::vector<double> cap;
+  std::vector<std::uint32_t> links;  // ECMP links of the place's uplink; 0: flows spread evenly
+  std::vector<double> ecmp;          // the least ECMP factor of its exit load (joint bound)
   double total_cap = 0;
 };
 
@@ -1044,7 +1046,8 @@ std::vector<CrossTier> cross_tiers(const Machine& m, const std::vector<long long
   std::vector<CrossTier> tiers;
   const std::vector<double> host_ports = host_port_capacity(m);
   auto add_tier = [&](const std::vector<std::size_t>& bin_of_host, std::size_t bins,
-                      const std::vector<double>& bin_cap) {
+                      const std::vector<double>& bin_cap,
+                      const std::vector<std::uint32_t>& bin_links) {
     CrossTier tier;
     std::vector<long long> slots(bins, 0);
     for (std::size_t h = 0; h < m.hosts.size(); ++h) slots[bin_of_host[h]] += host_slots[h];
@@ -1052,13 +1055,15 @@ std::vector<CrossTier> cross_tiers(const Machine& m, const std::vector<long long
       if (slots[b] == 0) continue;
       tier.slots.push_back(slots[b]);
       tier.cap.push_back(bin_cap[b]);
+      tier.links.push_back(b < bin_links.size() ? bin_links[b] : 0);
       tier.total_cap += bin_cap[b];
     }
     tiers.push_back(std::move(tier));
   };
   // Union-find over the bins of a tier: hosts of one NVLink domain share a bin.
   auto merge_domains = [&](std::vector<std::size_t> key, std::size_t keys,
-                           const std::vector<double>& key_cap) {
+                           const std::vector<double>& key_cap,
+                           const std::vector<std::uint32_t>& key_links) {
     std::vector<std::size_t> parent(keys);
     std::iota(parent.begin(), parent.end(), 0);
     auto root = [&](std::size_t x) {
@@ -1084,18 +1089,30 @@ std::vector<CrossTier> cross_tiers(const Machine& m, const std::vector<long long
       cap[dense[r]] += key_cap[k];
     }
     for (auto& k : key) k = dense[root(k)];
-    add_tier(key, bins, cap);
+    // A bin that merged groups spreads its flows over several groups' links: no ECMP factor.
+    std::vector<std::uint32_t> links(bins, 0);
+    if (bins == keys) {
+      for (std::size_t k = 0; k < keys && k < key_links.size(); ++k) links[dense[k]] = key_links[k];
+    }
+    add_tier(key, bins, cap, links);
   };
   std::vector<std::size_t> by_host(m.hosts.size());
   std::iota(by_host.begin(), by_host.end(), 0);
-  merge_domains(by_host, m.hosts.size(), host_ports);
+  merge_domains(by_host, m.hosts.size(), host_ports, {});
   const std::size_t nest = nested_levels(m);
   for (std::size_t l = 0; l < nest; ++l) {
     const NetLevel& nl = m.levels[l];
     std::vector<double> cap(nl.uplink_gbps.size());
     for (std::size_t g = 0; g < cap.size(); ++g) cap[g] = nl.uplink_gbps[g] * kGB;
+    std::vector<std::uint32_t> links;
+    if (nl.ecmp) {
+      links.assign(cap.size(), 1);
+      for (std::size_t g = 0; g < cap.size() && g < nl.uplink_links.size(); ++g) {
+        links[g] = nl.uplink_links[g];
+      }
+    }
     merge_domains(std::vector<std::size_t>(nl.group_of_host.begin(), nl.group_of_host.end()),
-                  nl.uplink_gbps.size(), cap);
+                  nl.uplink_gbps.size(), cap, links);
   }
   return tiers;
 }
@@ -1195,6 +1212,31 @@ double joint_crossing_bound(const Machine& m, const Traffic& t,
     live.push_back(i);
   }
   if (live.empty()) return 0;
+  // ECMP: a dim's time on a place's uplink is its exit load / cap times E(F, L), E falling as the
+  // effective flow count F grows, and F is at most the flows the place's ranks can send up: per
+  // rank one ring or tree hop to the next node, two pipeline neighbours, n-1 all-to-all peers,
+  // each cut into at most `pieces` (the most ports a GPU or a PXN relay has). The least such E
+  // over the dims scales the place's whole exit load (the flow matrix shares no dim's lanes).
+  std::uint32_t pieces = 1;
+  for (const Slot& s : m.slots) pieces = std::max(pieces, s.ports.count);
+  for (const PortRange& r : m.relay_ranges) pieces = std::max(pieces, r.count);
+  for (auto& tier : tiers) {
+    std::vector<double> factor(tier.slots.size(), 1.0);
+    for (std::size_t b = 0; b < tier.slots.size(); ++b) {
+      if (tier.links[b] <= 1) continue;
+      double least = static_cast<double>(tier.links[b]);
+      for (std::size_t i : live) {
+        const DimTraffic& dt = t.dims[radix[i]];
+        const double per_rank = dt.pattern == Pattern::kAllToAll   ? dt.size - 1.0
+                                : dt.pattern == Pattern::kPipeline ? 2.0
+                                                                   : 1.0;
+        const double flows = static_cast<double>(tier.slots[b]) * per_rank * pieces;
+        least = std::min(least, internal::ecmp_factor(flows, tier.links[b]));
+      }
+      factor[b] = least;
+    }
+    tier.ecmp = std::move(factor);
+  }
   constexpr std::size_t kPlaceSizes = 32;
   std::vector<std::vector<double>> fs = f, fis = fi;
   std::vector<double> w(radix.size());
@@ -1222,9 +1264,10 @@ double joint_crossing_bound(const Machine& m, const Traffic& t,
     for (const auto& tier : tiers) {
       double sum = 0;
       for (std::size_t b = 0; b < tier.slots.size(); ++b) {
-        const double hb = h[static_cast<std::size_t>(tier.slots[b])];
+        // time_d >= this place's exit load / cap (x ECMP's least factor)
+        const double hb = h[static_cast<std::size_t>(tier.slots[b])] * tier.ecmp[b];
         sum += hb;
-        cross = std::max(cross, hb / tier.cap[b]);  // time_d >= this place's exit load / cap
+        cross = std::max(cross, hb / tier.cap[b]);
       }
       cross = std::max(cross, sum / tier.total_cap);  // ... and >= all exit load / all caps
     }

@@ -643,6 +643,9 @@ TEST(CostTest, JointBoundAtMostOptimumOnRandomOversubscribedInstances) {
     spec.port_gbps = 25;
     spec.nvlink_gbps = below(4) == 0 ? 20 : 150;
     spec.seed = g();
+    // ECMP on a third of them, from a generator of its own (the other draws stay as they were).
+    std::mt19937_64 g_ecmp(seed * 104729);
+    if (g_ecmp() % 3 == 0) spec = ecmp(spec, 1 + static_cast<int>(g_ecmp() % 3));
     Small s;
     s.fabric = make_fat_tree(spec);
     s.node = make_node(spec.gpus_per_host, spec.ports_per_host, spec.nvlink_gbps, spec.port_gbps);
@@ -968,6 +971,25 @@ TEST(CostModelTest, EcmpChargesTheExpectedWorstUplink) {
   const double S = model::dim(ecmp.in, "dp").bytes;
   // Same latency in both: the difference is the bandwidth term, 4 S/25e9 - S/25e9.
   EXPECT_NEAR(ecmp.cost.seconds - adaptive.cost.seconds, 3 * S / 25e9, S / 25e9 * 1e-9);
+}
+
+// ECMP in the bound, worked by hand: 2 leaves of 1 host, 1 GPU and one 25 GB/s NIC each; each
+// leaf's 25 GB/s uplink is 4 links (one per spine). dp=2 must cross: one flow of S (a two-host
+// tree) out of each leaf, which ECMP hashes onto one 6.25 GB/s link, E = 4: S / 6.25 GB/s. The
+// bound used to charge the uplink its mean load, S / 25 GB/s; a leaf's ranks can send at most
+// one flow each up, so its exit load is charged at least E(1 flow, 4 links) = 4.
+TEST(CostTest, BoundChargesEcmpsWorstLinkToFlowsThatMustCrossIt) {
+  FatTreeSpec spec = tiny(2, 1, 1, 1);
+  spec.routing = topology::Routing::kEcmp;
+  Small s = small(spec, {1, 1}, "dp=2");
+  Instance in = make_instance(s.fabric, s.nodes, s.request);
+  ASSERT_TRUE(in.machine.levels[0].ecmp);
+  ASSERT_EQ(in.machine.levels[0].uplink_links[0], 4u);
+  const double S = model::dim(in, "dp").bytes;
+  const double best = brute_force(in);
+  const double lb = lower_bound(in.machine, in.traffic);
+  EXPECT_LE(lb, best * (1 + 1e-12));
+  EXPECT_GE(lb, 4 * S / 25e9) << "bound " << lb << " s, optimum " << best << " s";
 }
 
 TEST(CostModelTest, OverlappingDimsTakeTheBusiestResourceUnderAllOfThem) {
