@@ -772,7 +772,82 @@ class Mapper {
       Assignment split = split_stages(k == 0 ? block_by_name() : domains_in_turn());
       if (!split.empty()) consider(std::move(split));
     }
+    if (domains && evals_left > 0) {
+      Assignment columns = column_blocks();
+      if (!columns.empty()) consider(std::move(columns));
+    }
     return starts;
+  }
+
+  // Columns kept in two NVLink domains where rows must cross them. In a stage grid (stage_grid)
+  // whose hosts each hold k slots, k dividing C, a row spans C/k hosts and a column lies in the
+  // R hosts holding its share of every row: a block. Each column's group is then a tree or
+  // ring over the NCCL nodes of its block. Where domains leave lone hosts, some rows cross
+  // domains anyway (the dim's time is its slowest group's), and filling domains in turn leaves
+  // blocks over three or more domains: rings whose lone members send V. Instead cut the hosts
+  // into blocks of R over at most two domains each: whole blocks inside a domain first, then
+  // each remainder (largest first) completed from one other domain (an exact fit first, else
+  // the smallest that can). A stage takes C/k consecutive blocks (whole ones of one domain
+  // together, so their rows stay inside it). Empty where it does not apply. Worked by hand in
+  // docs/mapper.md (nvl72 findings).
+  Assignment column_blocks() const {
+    const Machine& m = in_.machine;
+    const Traffic& t = in_.traffic;
+    long long C = 0, R = 0, U = 0;
+    if (!stage_grid(&C, &R, &U) || slots_of_host_.empty()) return {};
+    const auto k = static_cast<long long>(slots_of_host_[0].size());
+    for (const auto& slots : slots_of_host_) {
+      if (static_cast<long long>(slots.size()) != k) return {};
+    }
+    if (k == 0 || C % k != 0) return {};
+    const long long per_stage = C / k;  // blocks a stage takes
+    const auto hosts = static_cast<long long>(slots_of_host_.size());
+    if (hosts != (t.world / U) * per_stage * R) return {};
+    std::map<std::uint32_t, std::vector<std::uint32_t>> free;  // NCCL node -> its hosts
+    for (std::uint32_t h = 0; h < slots_of_host_.size(); ++h) {
+      free[internal::nccl_node(m, h)].push_back(h);
+    }
+    std::vector<std::vector<std::uint32_t>> blocks;
+    auto take = [&](std::vector<std::uint32_t>& from, long long n, std::vector<std::uint32_t>& to) {
+      to.insert(to.end(), from.end() - n, from.end());
+      from.resize(from.size() - static_cast<std::size_t>(n));
+    };
+    for (auto& [node, hs] : free) {
+      while (static_cast<long long>(hs.size()) >= R) take(hs, R, blocks.emplace_back());
+    }
+    bool mixed = false;
+    for (;;) {
+      // The largest remainder, completed from one other node.
+      std::vector<std::uint32_t>* big = nullptr;
+      for (auto& [node, hs] : free) {
+        if (!hs.empty() && (!big || hs.size() > big->size())) big = &hs;
+      }
+      if (!big) break;
+      const auto need = R - static_cast<long long>(big->size());
+      std::vector<std::uint32_t>* fit = nullptr;
+      auto rank = [&](const std::vector<std::uint32_t>& hs) {  // exact fits first, then smallest
+        const auto have = static_cast<long long>(hs.size());
+        return std::pair<bool, long long>(have != need, have);
+      };
+      for (auto& [node, hs] : free) {
+        if (&hs == big || static_cast<long long>(hs.size()) < need) continue;
+        if (!fit || rank(hs) < rank(*fit)) fit = &hs;
+      }
+      if (!fit) return {};  // no two domains complete it: blocks over three or more
+      std::vector<std::uint32_t>& b = blocks.emplace_back();
+      take(*big, static_cast<long long>(big->size()), b);
+      take(*fit, need, b);
+      mixed = true;
+    }
+    if (!mixed) return {};  // every block inside one domain: block order does as well
+    Assignment a(static_cast<std::size_t>(t.world));
+    for (long long r = 0; r < t.world; ++r) {
+      const long long stage = r / U, row = (r % U) / C, col = r % C;
+      const auto& block = blocks[static_cast<std::size_t>(stage * per_stage + col / k)];
+      a[static_cast<std::size_t>(r)] =
+          slots_of_host_[block[static_cast<std::size_t>(row)]][static_cast<std::size_t>(col % k)];
+    }
+    return a;
   }
 
   // Stages split over two NVLink domains, by rows and columns. Where the outermost dim's groups

@@ -455,6 +455,25 @@ TEST(PlanTest, StagesStraddlingTwoNvlinkDomainsSplitByRowsAndColumns) {
   }
 }
 
+// Columns kept in two NVLink domains where rows must cross (column_blocks). Domains lending 2,
+// 1, 3, 3, 3, 3 and 1 hosts of 4 GPUs to tp=8, pp=2 (stages of 4 TP rows x 8 DP columns; a row
+// spans two hosts, a column the four hosts holding its half of every row). The one-host domains
+// force TP groups across domains (a 4 + 4 tree either way), and filling domains in turn leaves
+// DP groups over three or four domains: rings whose lone members send V = 1.5 S_dp. Cut into
+// blocks of four hosts over two domains each (3 + 1, 3 + 1, 3 + 1 of the 2, 3 + 1 of the 2),
+// every DP group is a two-node tree, its lone member sending S_dp: 0.6179 s against block's
+// 0.6984 s, worked by hand; the bound is 0.6125 s.
+TEST(PlanTest, ColumnsStayInTwoNvlinkDomainsWhereRowsMustCross) {
+  const topology::Fabric fabric = make_fat_tree(nvl72(144));
+  const topology::NodeTopology node = make_node(4, 4, 900, 50);
+  const Request r = in_domains(fabric, {2, 1, 3, 3, 3, 3, 1}, "tp=8,pp=2,dp=auto");
+  const RankPlan p = plan(fabric, std::vector<const topology::NodeTopology*>(16, &node), r);
+  EXPECT_LT(p.cost.seconds, 0.9 * p.block_cost.seconds)
+      << "topo " << p.cost.seconds << " s, bound " << p.lower_bound << " s, block "
+      << p.block_cost.seconds << " s";
+  EXPECT_LE(p.lower_bound, p.cost.seconds * (1 + 1e-12));
+}
+
 TEST(PlanTest, BoundGpusOnlyPermuteRanks) {
   Cluster c = cluster(false);
   Allocation a = whole_hosts(c.fabric, 4, 4);
