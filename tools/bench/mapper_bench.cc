@@ -228,6 +228,137 @@ void print_detail(const char* label, const CostReport& c) {
   }
 }
 
+// A hand-built rank order (--order, --host-order): the findings in docs/mapper.md that are
+// "worked by hand" are rerun with it. Each digit is a factor of one dim's size, innermost first:
+// a dim's coordinate is cut into its digits in the order they appear (low digit first). The
+// digits marked g number a rank's GPU within its host, those marked h its host (hosts in name
+// order, or the host_order[h]-th).
+struct HandOrder {
+  struct Digit {
+    std::string dim;
+    long long size = 0;
+    bool host = false;
+  };
+  std::vector<Digit> digits;
+  std::vector<long long> host_order;  // empty: name order
+};
+
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> parts;
+  std::size_t at = 0;
+  while (at <= text.size()) {
+    std::size_t comma = text.find(',', at);
+    if (comma == std::string::npos) comma = text.size();
+    parts.push_back(text.substr(at, comma - at));
+    at = comma + 1;
+  }
+  return parts;
+}
+
+// A count (0 or more), or -1 where `text` is none.
+long long count_of(const std::string& text) {
+  if (text.empty() || text.size() > 9 ||
+      !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return -1;
+  }
+  return std::stoll(text);
+}
+
+// "tp:4:g,tp:2:h,dp:4:h,pp:2:h". Returns an error sentence, empty when it parsed.
+std::string parse_order(const std::string& text, HandOrder* o) {
+  for (const std::string& part : split_commas(text)) {
+    const std::size_t a = part.find(':'), b = part.rfind(':');
+    const long long size = a == b ? -1 : count_of(part.substr(a + 1, b - a - 1));
+    const std::string where = part.substr(b + 1);
+    if (a == 0 || size < 1 || (where != "g" && where != "h")) {
+      return "--order: '" + part + "' is not DIM:FACTOR:g or DIM:FACTOR:h (e.g. tp:4:g)";
+    }
+    o->digits.push_back({part.substr(0, a), size, where == "h"});
+  }
+  return "";
+}
+
+std::string parse_host_order(const std::string& text, HandOrder* o) {
+  for (const std::string& part : split_commas(text)) {
+    const long long h = count_of(part);
+    if (h < 0) return "--host-order: '" + part + "' is not a host index (0, 1, ...)";
+    o->host_order.push_back(h);
+  }
+  return "";
+}
+
+// The slot of every rank under `o`, or an error naming what does not fit the instance.
+std::vector<std::uint32_t> hand_slots(const Instance& in, const HandOrder& o, std::string* error) {
+  const Machine& m = in.machine;
+  std::vector<std::vector<std::uint32_t>> per_host(m.hosts.size());
+  for (std::uint32_t s = 0; s < m.slots.size(); ++s) per_host[m.slots[s].host].push_back(s);
+  std::map<std::string, long long> left;  // per dim: its size over the digits' factors
+  for (const auto& d : in.traffic.dims) left[d.name] = d.size;
+  long long gpus = 1, hosts = 1;
+  for (const auto& dg : o.digits) {
+    auto it = left.find(dg.dim);
+    if (it == left.end() || it->second % dg.size != 0) {
+      *error = "--order: " + dg.dim + ":" + std::to_string(dg.size) +
+               " is no factor of a dim's size left in this layout";
+      return {};
+    }
+    it->second /= dg.size;
+    (dg.host ? hosts : gpus) *= dg.size;
+  }
+  for (const auto& [dim, rest] : left) {
+    if (rest != 1) {
+      *error = "--order: the digits leave " + std::to_string(rest) + " of " + dim + " unplaced";
+      return {};
+    }
+  }
+  for (const auto& slots : per_host) {
+    if (static_cast<long long>(slots.size()) != gpus) {
+      *error = "--order: the g digits number " + std::to_string(gpus) +
+               " GPUs a host; a host here lends " + std::to_string(slots.size());
+      return {};
+    }
+  }
+  if (hosts != static_cast<long long>(per_host.size())) {
+    *error = "--order: the h digits number " + std::to_string(hosts) + " hosts; the step has " +
+             std::to_string(per_host.size());
+    return {};
+  }
+  std::vector<long long> order = o.host_order;
+  if (order.empty()) {
+    order.resize(per_host.size());
+    std::iota(order.begin(), order.end(), 0);
+  }
+  std::vector<long long> sorted = order, each(per_host.size());
+  std::sort(sorted.begin(), sorted.end());
+  std::iota(each.begin(), each.end(), 0);
+  if (sorted != each) {
+    *error = "--host-order: not an order of the step's " + std::to_string(per_host.size()) +
+             " hosts (each of 0.." + std::to_string(per_host.size() - 1) + " once)";
+    return {};
+  }
+  std::vector<std::uint32_t> slots(static_cast<std::size_t>(in.traffic.world));
+  for (long long r = 0; r < in.traffic.world; ++r) {
+    std::map<std::string, long long> coord;
+    for (const auto& d : in.traffic.dims) coord[d.name] = (r / d.stride) % d.size;
+    long long g = 0, g_unit = 1, h = 0, h_unit = 1;
+    for (const auto& dg : o.digits) {
+      long long& c = coord[dg.dim];
+      const long long digit = c % dg.size;
+      c /= dg.size;
+      if (dg.host) {
+        h += digit * h_unit;
+        h_unit *= dg.size;
+      } else {
+        g += digit * g_unit;
+        g_unit *= dg.size;
+      }
+    }
+    const auto host = static_cast<std::size_t>(order[static_cast<std::size_t>(h)]);
+    slots[static_cast<std::size_t>(r)] = per_host[host][static_cast<std::size_t>(g)];
+  }
+  return slots;
+}
+
 // A plan's ranks as slots of an instance of the same hosts: each rank keeps the host and GPU
 // the plan gave it.
 std::vector<std::uint32_t> plan_slots(const Instance& in, const RankPlan& p) {
@@ -252,7 +383,8 @@ double rescore(const Instance& truth, const RankPlan& p) {
 Row run(const std::string& name, const Family& fam, const topology::Fabric& fabric,
         const topology::NodeTopology& node, const Allocation& a, const std::string& layout,
         Alloc alloc, bool with_scotch, bool detail, long long moves,
-        const topology::Fabric* conf = nullptr, const topology::Fabric* declared = nullptr) {
+        const topology::Fabric* conf = nullptr, const topology::Fabric* declared = nullptr,
+        const HandOrder* hand = nullptr) {
   Request r;
   r.refine_moves = moves;
   r.hosts = a.hosts;
@@ -289,6 +421,15 @@ Row run(const std::string& name, const Family& fam, const topology::Fabric& fabr
     std::printf("      refinement moves: %lld\n", p.refine_moves);
     print_detail("block", p.block_cost);
     print_detail("topo", p.cost);
+    if (hand) {
+      std::string error;
+      const std::vector<std::uint32_t> placed = hand_slots(in, *hand, &error);
+      if (placed.empty()) {
+        std::printf("      order  not scored: %s\n", error.c_str());
+      } else {
+        print_detail("order", evaluate(in.machine, in.traffic, placed));
+      }
+    }
   }
   if (conf) {
     RankPlan from_conf = plan(*conf, nodes, r);
@@ -528,10 +669,24 @@ int main(int argc, char** argv) {
   std::string only;
   long long moves = -1;  // refinement budget; -1: the library's default
   int exact_hosts = 0;   // > 0: only the exact section, on fragments of this many hosts
+  HandOrder hand;
+  bool with_hand = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--only") && i + 1 < argc)
       only = argv[++i];
-    else if (!std::strcmp(argv[i], "--detail"))
+    else if ((!std::strcmp(argv[i], "--order") || !std::strcmp(argv[i], "--host-order")) &&
+             i + 1 < argc) {
+      const bool hosts = !std::strcmp(argv[i], "--host-order");
+      const std::string error =
+          hosts ? parse_host_order(argv[i + 1], &hand) : parse_order(argv[i + 1], &hand);
+      ++i;
+      if (!error.empty()) {
+        std::fprintf(stderr, "mapper_bench: %s\n", error.c_str());
+        return 2;
+      }
+      with_hand = with_hand || !hosts;
+      detail = true;
+    } else if (!std::strcmp(argv[i], "--detail"))
       detail = true;
     else if (!std::strcmp(argv[i], "--moves") && i + 1 < argc)
       moves = std::atoll(argv[++i]);
@@ -568,11 +723,17 @@ int main(int argc, char** argv) {
           stderr,
           "usage: mapper_bench [--quick] [--no-scotch] [--no-scale | --scale-only] "
           "[--only TEXT] [--detail] [--moves N] [--write-scale-conf PATH] [--exact HOSTS]\n"
+          "       [--order DIGITS [--host-order LIST]]\n"
           "  --only TEXT  run only instances whose \"name layout\" contains TEXT\n"
           "  --moves N    refinement budget in moves per plan (default: the mapper's, 100)\n"
           "  --detail     per-dim cost of block and topo, with the bottleneck\n"
           "  --exact N    only: whole-host fragments of N hosts (at most 9), every host order\n"
-          "               scored, topo against the best order and the bound\n");
+          "               scored, topo against the best order and the bound\n"
+          "  --order D:F:g|h,...  with --detail (implied): also score this hand-built order.\n"
+          "               Digits innermost first, each a factor F of dim D's size (a dim's\n"
+          "               digits low first); g digits number the GPU in a host, h the host\n"
+          "               (name order). E.g. tp:4:g,tp:2:h,dp:4:h,pp:2:h\n"
+          "  --host-order I,...  the h digits' host number i is the step's I-th host by name\n");
       return 2;
     }
   }
@@ -792,7 +953,7 @@ int main(int argc, char** argv) {
         Row row;
         try {
           row = run(name, *c.fam, *c.fabric, node, c.a, lay, c.alloc, scotch, detail, moves, conf,
-                    declared);
+                    declared, with_hand ? &hand : nullptr);
         } catch (const std::exception& e) {
           std::printf("  %-15s %-40s %-28s skipped: %s\n", f.cls.c_str(), name.c_str(), lay.c_str(),
                       e.what());
