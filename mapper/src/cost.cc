@@ -1018,7 +1018,6 @@ struct CrossTier {
   std::vector<long long> slots;
   std::vector<double> cap;
   std::vector<std::uint32_t> links;  // ECMP links of the place's uplink; 0: flows spread evenly
-  std::vector<double> ecmp;          // the least ECMP factor of its exit load (joint bound)
   double total_cap = 0;
 };
 
@@ -1220,8 +1219,11 @@ double joint_crossing_bound(const Machine& m, const Traffic& t,
   std::uint32_t pieces = 1;
   for (const Slot& s : m.slots) pieces = std::max(pieces, s.ports.count);
   for (const PortRange& r : m.relay_ranges) pieces = std::max(pieces, r.count);
-  for (auto& tier : tiers) {
-    std::vector<double> factor(tier.slots.size(), 1.0);
+  std::vector<std::vector<double>> ecmp(tiers.size());  // per tier and place: that least E
+  for (std::size_t ti = 0; ti < tiers.size(); ++ti) {
+    const CrossTier& tier = tiers[ti];
+    std::vector<double>& factor = ecmp[ti];
+    factor.assign(tier.slots.size(), 1.0);
     for (std::size_t b = 0; b < tier.slots.size(); ++b) {
       if (tier.links[b] <= 1) continue;
       double least = static_cast<double>(tier.links[b]);
@@ -1235,7 +1237,6 @@ double joint_crossing_bound(const Machine& m, const Traffic& t,
       }
       factor[b] = least;
     }
-    tier.ecmp = std::move(factor);
   }
   constexpr std::size_t kPlaceSizes = 32;
   std::vector<std::vector<double>> fs = f, fis = fi;
@@ -1261,11 +1262,12 @@ double joint_crossing_bound(const Machine& m, const Traffic& t,
       h = least_cut(n, w, cmax);
     }
     double cross = 0;
-    for (const auto& tier : tiers) {
+    for (std::size_t ti = 0; ti < tiers.size(); ++ti) {
+      const CrossTier& tier = tiers[ti];
       double sum = 0;
       for (std::size_t b = 0; b < tier.slots.size(); ++b) {
         // time_d >= this place's exit load / cap (x ECMP's least factor)
-        const double hb = h[static_cast<std::size_t>(tier.slots[b])] * tier.ecmp[b];
+        const double hb = h[static_cast<std::size_t>(tier.slots[b])] * ecmp[ti][b];
         sum += hb;
         cross = std::max(cross, hb / tier.cap[b]);
       }

@@ -787,9 +787,9 @@ class Mapper {
   // blocks over three or more domains: rings whose lone members send V. Instead cut the hosts
   // into blocks of R over at most two domains each: whole blocks inside a domain first, then
   // each remainder (largest first) completed from one other domain (an exact fit first, else
-  // the smallest that can). A stage takes C/k consecutive blocks (whole ones of one domain
-  // together, so their rows stay inside it). Empty where it does not apply. Worked by hand in
-  // docs/mapper.md (nvl72 findings).
+  // the smallest that can). A stage takes C/k consecutive blocks (a domain's whole blocks come
+  // in turn, so a stage of them keeps its rows inside it). Empty where it does not apply. Worked by
+  // hand in docs/mapper.md (nvl72 findings).
   Assignment column_blocks() const {
     const Machine& m = in_.machine;
     const Traffic& t = in_.traffic;
