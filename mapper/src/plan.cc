@@ -576,17 +576,17 @@ class Mapper {
     const bool partial = partial_hosts(heavy);
     // Small instances: steepest descent from the best few starts (local optima differ); pieces
     // on up to kTwoStartRanks: the best two; whole hosts on up to kTwoStartRanks: the best start
-    // and the best of another orientation (other dims inside NCCL nodes), which refinement's
-    // moves rarely reach from the first; else the best start.
+    // and the best of another orientation (other dims inside NCCL nodes, or spread widest), which
+    // refinement's moves rarely reach from the first; else the best start.
     std::vector<std::size_t> picks = {0};
     bool two_orientations = false;
     if (t.world <= 24 || (partial && t.world <= kTwoStartRanks)) {
       const std::size_t few = std::min<std::size_t>(t.world <= 24 ? 4 : 2, starts.size());
       for (std::size_t i = 1; i < few; ++i) picks.push_back(i);
     } else if (t.world <= kTwoStartRanks) {
-      const std::vector<long long> first = inside_nodes(starts[0].second);
+      const std::vector<long long> first = orientation(starts[0].second);
       for (std::size_t i = 1; i < starts.size() && !two_orientations; ++i) {
-        two_orientations = inside_nodes(starts[i].second) != first;
+        two_orientations = orientation(starts[i].second) != first;
         if (two_orientations) picks.push_back(i);
       }
     }
@@ -620,25 +620,30 @@ class Mapper {
   using Starts = std::vector<std::pair<Score, Assignment>>;
 
   // A plan's orientation: per dim, how many of its groups lie inside one NCCL node (a host, or
-  // the NVLink domain holding it: what NVLink carries).
-  std::vector<long long> inside_nodes(const Assignment& a) const {
+  // the NVLink domain holding it: what NVLink carries), then how many NCCL nodes its groups span
+  // in all (which dim is spread widest: an all-to-all over eight hosts with the all-reduce
+  // over two, or the other way round, keeps the same dims inside nodes).
+  std::vector<long long> orientation(const Assignment& a) const {
     const Traffic& t = in_.traffic;
     const Machine& m = in_.machine;
     auto node = [&](long long rank) {
       return internal::nccl_node(m, m.slots[a[static_cast<std::size_t>(rank)]].host);
     };
-    std::vector<long long> inside;
-    for (const DimTraffic& d : t.dims) {
-      long long count = 0;
+    std::vector<long long> inside(t.dims.size(), 0), spans(t.dims.size(), 0);
+    std::vector<std::uint32_t> nodes;
+    for (std::size_t i = 0; i < t.dims.size(); ++i) {
+      const DimTraffic& d = t.dims[i];
       for (long long r = 0; d.size > 1 && r < t.world; ++r) {
         if ((r / d.stride) % d.size != 0) continue;  // one member per group: its first
-        const std::uint32_t first = node(r);
-        bool same = true;
-        for (long long k = 1; k < d.size && same; ++k) same = node(r + k * d.stride) == first;
-        count += same ? 1 : 0;
+        nodes.clear();
+        for (long long k = 0; k < d.size; ++k) nodes.push_back(node(r + k * d.stride));
+        std::sort(nodes.begin(), nodes.end());
+        const auto n = std::unique(nodes.begin(), nodes.end()) - nodes.begin();
+        inside[i] += n == 1 ? 1 : 0;
+        spans[i] += n;
       }
-      inside.push_back(count);
     }
+    inside.insert(inside.end(), spans.begin(), spans.end());
     return inside;
   }
 
