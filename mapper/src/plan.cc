@@ -6,6 +6,7 @@
 #include "topoaware/mapper/plan.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cmath>
 #include <map>
@@ -822,14 +823,106 @@ class Mapper {
                    dg.begin() + static_cast<long long>(i) + 2);
           const Digits mid = {{di.stride, a}, {dj.stride, dj.size}, {di.stride * a, di.size / a}};
           dg.insert(dg.begin() + static_cast<long long>(i), mid.begin(), mid.end());
-          Assignment s = fill(slot_sequence(dg, Packing::kAligned), dg);
-          if (req_.host_blocks) s = host_blocks(s);
-          --evals_left;
-          out.emplace_back(score(in_.machine, t, s), std::move(s));
+          std::vector<std::vector<std::uint32_t>> seqs = {slot_sequence(dg, Packing::kAligned)};
+          // With NVLink domains: j's groups over blocks of hosts cut from at most two domains,
+          // where the host boundary falls just inside j (domain_blocks).
+          long long inner = 1;
+          for (std::size_t k = 0; k < i; ++k) inner *= dg[k].size;
+          const long long host = slots_of_host_.empty() ? 0 : slots_of_host_[0].size();
+          if (host > 0 && inner * a == host && dj.size > 1) {
+            std::vector<std::uint32_t> blocks = domain_blocks(dj.size);
+            if (!blocks.empty()) seqs.push_back(std::move(blocks));
+          }
+          for (const auto& seq : seqs) {
+            if (evals_left <= 0) break;
+            Assignment s = fill(seq, dg);
+            if (req_.host_blocks) s = host_blocks(s);
+            --evals_left;
+            out.emplace_back(score(in_.machine, t, s), std::move(s));
+          }
         }
       }
     }
     return out;
+  }
+
+  // The step's slots, host by host, with the hosts cut into blocks of R that each lie in at
+  // most two NCCL nodes (NVLink domains), the smallest part of any block as large as can be: a
+  // group with one member on each of a block's hosts, on a part of q of them, has R - q of its R
+  // members off its node, and an all-to-all's time follows the largest such count. Steps with
+  // NVLink domains and whole hosts of one slot count only; else empty. Worked by hand in
+  // docs/mapper.md (nvl72 findings).
+  std::vector<std::uint32_t> domain_blocks(long long R) const {
+    const Machine& m = in_.machine;
+    if (R < 2 || std::none_of(m.domain_of_host.begin(), m.domain_of_host.end(),
+                              [](int d) { return d >= 0; })) {
+      return {};
+    }
+    std::map<std::uint32_t, std::vector<std::uint32_t>> by_node;
+    for (std::uint32_t h = 0; h < m.hosts.size(); ++h) {
+      if (slots_of_host_[h].empty()) continue;
+      if (slots_of_host_[h].size() != slots_of_host_[0].size()) return {};
+      by_node[internal::nccl_node(m, h)].push_back(h);
+    }
+    std::vector<std::vector<std::uint32_t>> nodes;
+    long long hosts = 0;
+    for (auto& [node, hs] : by_node) {
+      hosts += static_cast<long long>(hs.size());
+      nodes.push_back(std::move(hs));
+    }
+    if (hosts % R != 0 || nodes.size() > 64) return {};
+    // Parts per node: (node, size). A search per least part t, from R/2 down: each node's
+    // hosts are whole blocks and parts of t..R-t, each part completed by one other node's.
+    std::vector<long long> left(nodes.size());
+    for (std::size_t n = 0; n < nodes.size(); ++n)
+      left[n] = static_cast<long long>(nodes[n].size());
+    std::vector<std::array<std::pair<std::size_t, long long>, 2>> blocks;
+    long long steps = 0;
+    auto solve = [&](auto&& self, long long t) -> bool {
+      if (++steps > 20000) return false;
+      std::size_t n = 0;
+      while (n < left.size() && left[n] == 0) ++n;
+      if (n == left.size()) return true;
+      if (left[n] >= R) {  // a whole block first
+        left[n] -= R;
+        blocks.push_back({std::pair{n, R}, std::pair{n, 0LL}});
+        if (self(self, t)) return true;
+        blocks.pop_back();
+        left[n] += R;
+      }
+      // Node n's first part p, completed by R - p of a later node with that many left.
+      for (long long p = std::min(left[n], R - t); p >= t; --p) {
+        for (std::size_t o = n + 1; o < left.size(); ++o) {
+          if (left[o] < R - p) continue;
+          left[n] -= p;
+          left[o] -= R - p;
+          blocks.push_back({std::pair{n, p}, std::pair{o, R - p}});
+          if (self(self, t)) return true;
+          blocks.pop_back();
+          left[n] += p;
+          left[o] += R - p;
+        }
+      }
+      return false;
+    };
+    bool found = false;
+    for (long long t = R / 2; t >= 1 && !found; --t) {
+      blocks.clear();
+      steps = 0;
+      found = solve(solve, t);
+    }
+    if (!found) return {};
+    std::vector<std::size_t> next(nodes.size(), 0);
+    std::vector<std::uint32_t> seq;
+    for (const auto& b : blocks) {
+      for (const auto& [n, k] : b) {
+        for (long long j = 0; j < k; ++j) {
+          const auto& sl = slots_of_host_[nodes[n][next[n]++]];
+          seq.insert(seq.end(), sl.begin(), sl.end());
+        }
+      }
+    }
+    return seq;
   }
 
   // Columns kept in two NVLink domains where rows must cross them. In a stage grid (stage_grid)
