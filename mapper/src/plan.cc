@@ -811,6 +811,7 @@ class Mapper {
   Starts cut_around(const std::vector<std::size_t>& heavy) {
     const Traffic& t = in_.traffic;
     long long evals_left = std::max<long long>(4, static_cast<long long>(3e5 / t.world));
+    const long long host = slots_per_host();
     Starts out;
     for (std::size_t i = 0; i + 1 < std::min<std::size_t>(heavy.size(), 3); ++i) {
       for (const auto& [x, y] : {std::pair{i, i + 1}, std::pair{i + 1, i}}) {
@@ -828,7 +829,6 @@ class Mapper {
           // where the host boundary falls just inside j (domain_blocks).
           long long inner = 1;
           for (std::size_t k = 0; k < i; ++k) inner *= dg[k].size;
-          const long long host = slots_of_host_.empty() ? 0 : slots_of_host_[0].size();
           if (host > 0 && inner * a == host && dj.size > 1) {
             std::vector<std::uint32_t> blocks = domain_blocks(dj.size);
             if (!blocks.empty()) seqs.push_back(std::move(blocks));
@@ -846,6 +846,27 @@ class Mapper {
     return out;
   }
 
+  // The step's hosts (those lending slots) by NCCL node: a host alone, or the NVLink domain
+  // holding it; nodes in nccl_node() order, hosts in name order.
+  std::map<std::uint32_t, std::vector<std::uint32_t>> hosts_by_node() const {
+    std::map<std::uint32_t, std::vector<std::uint32_t>> out;
+    for (std::uint32_t h = 0; h < slots_of_host_.size(); ++h) {
+      if (!slots_of_host_[h].empty()) out[internal::nccl_node(in_.machine, h)].push_back(h);
+    }
+    return out;
+  }
+
+  // The slots every host of the step lends, where all lend as many; else 0.
+  long long slots_per_host() const {
+    long long k = 0;
+    for (const auto& slots : slots_of_host_) {
+      const auto n = static_cast<long long>(slots.size());
+      if (n == 0 || (k != 0 && n != k)) return 0;
+      k = n;
+    }
+    return k;
+  }
+
   // The step's slots, host by host, with the hosts cut into blocks of R that each lie in at
   // most two NCCL nodes (NVLink domains), the smallest part of any block as large as can be: a
   // group with one member on each of a block's hosts, on a part of q of them, has R - q of its R
@@ -858,15 +879,10 @@ class Mapper {
                               [](int d) { return d >= 0; })) {
       return {};
     }
-    std::map<std::uint32_t, std::vector<std::uint32_t>> by_node;
-    for (std::uint32_t h = 0; h < m.hosts.size(); ++h) {
-      if (slots_of_host_[h].empty()) continue;
-      if (slots_of_host_[h].size() != slots_of_host_[0].size()) return {};
-      by_node[internal::nccl_node(m, h)].push_back(h);
-    }
+    if (slots_per_host() == 0) return {};
     std::vector<std::vector<std::uint32_t>> nodes;
     long long hosts = 0;
-    for (auto& [node, hs] : by_node) {
+    for (auto& [node, hs] : hosts_by_node()) {
       hosts += static_cast<long long>(hs.size());
       nodes.push_back(std::move(hs));
     }
@@ -937,22 +953,15 @@ class Mapper {
   // in turn, so a stage of them keeps its rows inside it). Empty where it does not apply. Worked by
   // hand in docs/mapper.md (nvl72 findings).
   Assignment column_blocks() const {
-    const Machine& m = in_.machine;
     const Traffic& t = in_.traffic;
     long long C = 0, R = 0, U = 0;
     if (!stage_grid(&C, &R, &U) || slots_of_host_.empty()) return {};
-    const auto k = static_cast<long long>(slots_of_host_[0].size());
-    for (const auto& slots : slots_of_host_) {
-      if (static_cast<long long>(slots.size()) != k) return {};
-    }
+    const long long k = slots_per_host();
     if (k == 0 || C % k != 0) return {};
     const long long per_stage = C / k;  // blocks a stage takes
     const auto hosts = static_cast<long long>(slots_of_host_.size());
     if (hosts != (t.world / U) * per_stage * R) return {};
-    std::map<std::uint32_t, std::vector<std::uint32_t>> free;  // NCCL node -> its hosts
-    for (std::uint32_t h = 0; h < slots_of_host_.size(); ++h) {
-      free[internal::nccl_node(m, h)].push_back(h);
-    }
+    std::map<std::uint32_t, std::vector<std::uint32_t>> free = hosts_by_node();
     std::vector<std::vector<std::uint32_t>> blocks;
     auto take = [&](std::vector<std::uint32_t>& from, long long n, std::vector<std::uint32_t>& to) {
       to.insert(to.end(), from.end() - n, from.end());
