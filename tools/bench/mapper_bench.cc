@@ -670,7 +670,7 @@ int main(int argc, char** argv) {
   long long moves = -1;  // refinement budget; -1: the library's default
   int exact_hosts = 0;   // > 0: only the exact section, on fragments of this many hosts
   HandOrder hand;
-  bool with_hand = false;
+  bool with_hand = false, host_order_given = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--only") && i + 1 < argc)
       only = argv[++i];
@@ -685,6 +685,7 @@ int main(int argc, char** argv) {
         return 2;
       }
       with_hand = with_hand || !hosts;
+      if (hosts) host_order_given = true;
       detail = true;
     } else if (!std::strcmp(argv[i], "--detail"))
       detail = true;
@@ -736,6 +737,10 @@ int main(int argc, char** argv) {
           "  --host-order I,...  the h digits' host number i is the step's I-th host by name\n");
       return 2;
     }
+  }
+  if (host_order_given && !with_hand) {
+    std::fprintf(stderr, "mapper_bench: --host-order orders the h digits of --order; give both\n");
+    return 2;
   }
 #ifndef TOPOAWARE_HAVE_SCOTCH
   scotch = false;
