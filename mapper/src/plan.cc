@@ -629,7 +629,21 @@ class Mapper {
       Assignment a = std::move(first->second);
       Score c = first->first;
       *moves_done += refine(a, c, better, budget / n / 4, kRefineWork / n / 4, good_enough);
-      if (better(c, best_cost)) best = std::move(a);
+      if (better(c, best_cost)) {
+        best = std::move(a);
+        best_cost = c;
+      }
+    }
+    // Hosts of one slot count: also the best order of the dims' prime digits (digit_orders),
+    // refined alike. A dim's digits may lie apart there (tp's low digits on a host with a dp
+    // digit, its high one over two hosts), which neither the starts nor cut_around lay out.
+    if ((!partial || slots_per_host() > 0) && t.world > 24 && t.world <= kTwoStartRanks &&
+        best_cost.seconds > good_enough) {
+      auto [c, a] = digit_orders(heavy);
+      if (!a.empty()) {
+        *moves_done += refine(a, c, better, budget / n / 4, kRefineWork / n / 4, good_enough);
+        if (better(c, best_cost)) best = std::move(a);
+      }
     }
     return best;
   }
@@ -844,6 +858,90 @@ class Mapper {
       }
     }
     return out;
+  }
+
+  // The best order of the dims' prime digits (tp=8 as three digits of 2), each laid over the
+  // slots in locality order and, where it differs, in name order. Every order where the count
+  // (n! over the repeats' factorials, both sequences) fits the evaluation budget; else a descent
+  // from each candidate order of whole dims, moving one digit to another place while the step
+  // gets faster, in locality order. A dim's digits number its coordinate low first in the order
+  // they appear. Empty where nothing was scored.
+  std::pair<Score, Assignment> digit_orders(const std::vector<std::size_t>& heavy) {
+    const Traffic& t = in_.traffic;
+    long long evals_left = std::max<long long>(4, static_cast<long long>(3e5 / t.world));
+    using Labels = std::vector<std::pair<std::size_t, long long>>;  // (dim, prime)
+    auto labels_of = [&](const std::vector<std::size_t>& order) {
+      Labels labels;
+      for (std::size_t d : order) {
+        long long n = t.dims[d].size;
+        for (long long q = 2; n > 1; ++q) {
+          for (; n % q == 0; n /= q) labels.push_back({d, q});
+        }
+      }
+      return labels;
+    };
+    std::vector<std::uint32_t> by_name(in_.machine.slots.size());
+    std::iota(by_name.begin(), by_name.end(), 0u);
+    std::pair<Score, Assignment> best;
+    std::optional<ScoreOrder> better;
+    // Scores one order over one sequence, keeping the best; nothing where it is not laid out
+    // (or, in name order, is the locality order already scored).
+    auto eval = [&](const Labels& labels, bool name) -> std::optional<Score> {
+      std::vector<long long> stride(t.dims.size());
+      for (std::size_t d = 0; d < t.dims.size(); ++d) stride[d] = t.dims[d].stride;
+      Digits dg;
+      for (const auto& [d, q] : labels) {
+        dg.push_back({stride[d], q});
+        stride[d] *= q;
+      }
+      std::vector<std::uint32_t> seq = slot_sequence(dg, Packing::kAligned);
+      if (seq.empty() || (name && seq == by_name)) return std::nullopt;
+      Assignment a = fill(name ? by_name : seq, dg);
+      if (req_.host_blocks) a = host_blocks(a);
+      --evals_left;
+      const Score sc = score(in_.machine, t, a);
+      if (!better) better.emplace(sc);
+      if (best.second.empty() || (*better)(sc, best.first)) best = {sc, std::move(a)};
+      return sc;
+    };
+    Labels all = labels_of(heavy);
+    std::sort(all.begin(), all.end());
+    double count = 1;
+    for (std::size_t i = 0, run = 0; i < all.size(); ++i) {
+      run = i > 0 && all[i] == all[i - 1] ? run + 1 : 1;
+      count *= static_cast<double>(i + 1) / static_cast<double>(run);
+    }
+    if (2 * count <= static_cast<double>(evals_left)) {
+      do {
+        eval(all, false);
+        eval(all, true);
+      } while (std::next_permutation(all.begin(), all.end()));
+      return best;
+    }
+    for (const auto& order : candidate_orders(heavy)) {
+      if (evals_left <= 0) break;
+      Labels at = labels_of(order);
+      std::optional<Score> cur = eval(at, false);
+      for (bool moved = cur.has_value(); moved && evals_left > 0;) {
+        moved = false;
+        for (std::size_t i = 0; i < at.size() && evals_left > 0; ++i) {
+          for (std::size_t j = 0; j < at.size() && evals_left > 0; ++j) {
+            if (i == j || j + 1 == i) continue;  // j = i - 1 is the move of digit i - 1 to i
+            Labels o = at;
+            const auto x = o[i];
+            o.erase(o.begin() + static_cast<long long>(i));
+            o.insert(o.begin() + static_cast<long long>(j), x);
+            const std::optional<Score> c = eval(o, false);
+            if (c && (*better)(*c, *cur)) {
+              cur = c;
+              at = std::move(o);
+              moved = true;
+            }
+          }
+        }
+      }
+    }
+    return best;
   }
 
   // The step's hosts (those lending slots) by NCCL node: a host alone, or the NVLink domain

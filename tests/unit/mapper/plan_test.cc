@@ -450,6 +450,22 @@ TEST(PlanTest, SecondOrientationCountsTheHostsEachDimSpans) {
       << p.block_cost.seconds << " s";
 }
 
+// A dim's digits apart (digit_orders). On the first 32 hosts of a 3-tier 2:1 tree (8-host
+// leaves, 1600 GB/s up from each) running tp=8, cp=4 (dp = 8), worked by hand: each host holds
+// four TP members and two DP members, TP over two hosts of a leaf (0.2560 s over NICs, 0.1849
+// inside a host), DP four hosts wide with two on each (0.2819 s, half its one-per-host time),
+// CP over two hosts of each of two leaves, whose 32 rings a leaf sends up once each at 50 GB/s
+// fill its uplink (0.3333 s): 0.8711 s, `mapper_bench --order dp:2:g,tp:4:g,cp:2:h,dp:2:h,
+// tp:2:h,cp:2:h,dp:2:h`. Whole dims in any order, the cuts around another and refinement
+// stopped at 1.0322 s (block 1.0796 s, bound 0.8688 s).
+TEST(PlanTest, ADimsDigitsApartSplitTensorAndDataParallelismOverHosts) {
+  const topology::Fabric fabric = make_fat_tree(three_tier(256, 2));
+  const topology::NodeTopology node = make_node(8, 8, 450, 50);
+  const Request r = in_leaves(fabric, 8, {8, 8, 8, 8}, 8, "tp=8,cp=4,dp=auto");
+  const RankPlan p = plan(fabric, std::vector<const topology::NodeTopology*>(32, &node), r);
+  expect_hand_plan(p, 0.8711, 0.85);
+}
+
 // A dim cut around another (cut_around). On a 4:1 tree of 16-host leaves lending 4, 4, 3, 7, 4,
 // 6 and 4 hosts to tp=2, ep=8, pp=2 (dp = 8), each host holding tp and four DP members, EP groups
 // over eight hosts and DP groups over two: the all-to-all stays NIC-bound where each leaf's hosts
@@ -539,6 +555,21 @@ TEST(PlanTest, AllToAllBlocksCutFromTwoNvlinkDomains) {
   const Request r = in_domains(fabric, {10, 5, 10, 7}, "tp=2,ep=8,pp=2,dp=auto");
   const RankPlan p = plan(fabric, std::vector<const topology::NodeTopology*>(32, &node), r);
   expect_hand_plan(p, 1.5243, 0.7);
+}
+
+// The digit orders where hosts hold less than a unit of the heaviest dim (hosts of 4 GPUs, tp=8),
+// as long as every host lends as many. Domains lending 7, 9, 11 and 5 hosts to tp=8, cp=4 (dp =
+// 4): Slurm's order keeps TP inside domains but sends DP over NICs (0.4832 s). Worked by hand:
+// DP inside each host (NVLink, 0.0268 s), TP over every other host of 16 in name order, so each
+// group lies over two domains and its ring leaves each once (0.4815 s), CP over hosts h, h + 1,
+// h + 16, h + 17 (0.3333 s, as Slurm's): 0.8416 s, `mapper_bench --order dp:4:g,cp:2:h,tp:8:h,
+// cp:2:h`, against 0.9221 s before (block 1.0832 s, bound 0.5869 s).
+TEST(PlanTest, DigitOrdersOnHostsSmallerThanATensorGroup) {
+  const topology::Fabric fabric = make_fat_tree(nvl72(144));
+  const topology::NodeTopology node = make_node(4, 4, 900, 50);
+  const Request r = in_domains(fabric, {7, 9, 11, 5}, "tp=8,cp=4,dp=auto");
+  const RankPlan p = plan(fabric, std::vector<const topology::NodeTopology*>(32, &node), r);
+  expect_hand_plan(p, 0.8416, 0.8);
 }
 
 TEST(PlanTest, BoundGpusOnlyPermuteRanks) {
