@@ -90,6 +90,7 @@ struct Row {
   std::string cls;
   double conf = -1;  // the topology.conf plan re-scored under the true capacities (-1: none)
   double conf_declared = -1;  // the same with the fabric's oversubscription declared
+  double best_order = -1;     // --all-orders: the best order of prime digits (-1: not scored)
 };
 
 #ifdef TOPOAWARE_HAVE_SCOTCH
@@ -359,6 +360,53 @@ std::vector<std::uint32_t> hand_slots(const Instance& in, const HandOrder& o, st
   return slots;
 }
 
+// --all-orders: every order of the dims' prime digits (tp=8 as three digits of 2, a dim's digits
+// numbering its coordinate low first in the order they appear), hosts in name order, scored by
+// the model; the best, or -1 where the hosts lend different counts. `count` gets how many were
+// laid out. The mapper scores these orders itself where its budget allows: this checks it does
+// on every row, and shows where its descent stops short on the rest.
+double best_digit_order(const Instance& in, long long* count, std::string* best_text) {
+  std::vector<std::pair<std::string, long long>> labels;
+  for (const auto& d : in.traffic.dims) {
+    long long n = d.size;
+    for (long long q = 2; n > 1; ++q) {
+      for (; n % q == 0; n /= q) labels.push_back({d.name, q});
+    }
+  }
+  std::sort(labels.begin(), labels.end());
+  const std::size_t hosts = in.machine.hosts.size();
+  if (hosts == 0 || in.machine.slots.size() % hosts != 0) return -1;
+  const auto per_host = static_cast<long long>(in.machine.slots.size() / hosts);
+  double best = -1;
+  *count = 0;
+  do {
+    HandOrder o;
+    long long inner = 1;
+    bool fits = true;
+    for (const auto& [dim, q] : labels) {
+      const bool host = inner >= per_host;
+      fits = fits && (host || inner * q <= per_host);
+      o.digits.push_back({dim, q, host});
+      inner *= q;
+    }
+    std::string error;
+    if (!fits) continue;
+    const std::vector<std::uint32_t> placed = hand_slots(in, o, &error);
+    if (placed.empty()) continue;
+    ++*count;
+    const double sec = evaluate_seconds(in.machine, in.traffic, placed);
+    if (best < 0 || sec < best) {
+      best = sec;
+      best_text->clear();
+      for (const auto& d : o.digits) {
+        if (!best_text->empty()) *best_text += ",";
+        *best_text += d.dim + ":" + std::to_string(d.size) + (d.host ? ":h" : ":g");
+      }
+    }
+  } while (std::next_permutation(labels.begin(), labels.end()));
+  return best;
+}
+
 // A plan's ranks as slots of an instance of the same hosts: each rank keeps the host and GPU
 // the plan gave it.
 std::vector<std::uint32_t> plan_slots(const Instance& in, const RankPlan& p) {
@@ -384,7 +432,7 @@ Row run(const std::string& name, const Family& fam, const topology::Fabric& fabr
         const topology::NodeTopology& node, const Allocation& a, const std::string& layout,
         Alloc alloc, bool with_scotch, bool detail, long long moves,
         const topology::Fabric* conf = nullptr, const topology::Fabric* declared = nullptr,
-        const HandOrder* hand = nullptr) {
+        const HandOrder* hand = nullptr, bool all_orders = false) {
   Request r;
   r.refine_moves = moves;
   r.hosts = a.hosts;
@@ -403,6 +451,15 @@ Row run(const std::string& name, const Family& fam, const topology::Fabric& fabr
   row.topo = p.cost.seconds;
   row.block = p.block_cost.seconds;
   row.lb = p.lower_bound;
+  if (all_orders) {
+    long long count = 0;
+    std::string text;
+    row.best_order = best_digit_order(make_instance(fabric, nodes, r), &count, &text);
+    if (row.best_order >= 0 && row.best_order < row.topo * (1 - 5e-4)) {
+      std::printf("      orders  %lld scored, the best %.4f s under topo's %.4f s: --order %s\n",
+                  count, row.best_order, row.topo, text.c_str());
+    }
+  }
   if (detail) {
     // Where the step's hosts sit: per level, the number of hosts in each group (name order).
     Instance in = make_instance(fabric, nodes, r);
@@ -670,7 +727,7 @@ int main(int argc, char** argv) {
   long long moves = -1;  // refinement budget; -1: the library's default
   int exact_hosts = 0;   // > 0: only the exact section, on fragments of this many hosts
   HandOrder hand;
-  bool with_hand = false, host_order_given = false;
+  bool with_hand = false, host_order_given = false, all_orders = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--only") && i + 1 < argc)
       only = argv[++i];
@@ -689,6 +746,8 @@ int main(int argc, char** argv) {
       detail = true;
     } else if (!std::strcmp(argv[i], "--detail"))
       detail = true;
+    else if (!std::strcmp(argv[i], "--all-orders"))
+      all_orders = true;
     else if (!std::strcmp(argv[i], "--moves") && i + 1 < argc)
       moves = std::atoll(argv[++i]);
     else if (!std::strcmp(argv[i], "--quick"))
@@ -724,7 +783,7 @@ int main(int argc, char** argv) {
           stderr,
           "usage: mapper_bench [--quick] [--no-scotch] [--no-scale | --scale-only] "
           "[--only TEXT] [--detail] [--moves N] [--write-scale-conf PATH] [--exact HOSTS]\n"
-          "       [--order DIGITS [--host-order LIST]]\n"
+          "       [--order DIGITS [--host-order LIST]] [--all-orders]\n"
           "  --only TEXT  run only instances whose \"name layout\" contains TEXT\n"
           "  --moves N    refinement budget in moves per plan (default: the mapper's, 100)\n"
           "  --detail     per-dim cost of block and topo, with the bottleneck\n"
@@ -734,7 +793,9 @@ int main(int argc, char** argv) {
           "               Digits innermost first, each a factor F of dim D's size (a dim's\n"
           "               digits low first); g digits number the GPU in a host, h the host\n"
           "               (name order). E.g. tp:4:g,tp:2:h,dp:4:h,pp:2:h\n"
-          "  --host-order I,...  the h digits' host number i is the step's I-th host by name\n");
+          "  --host-order I,...  the h digits' host number i is the step's I-th host by name\n"
+          "  --all-orders also score every order of the dims' prime digits (hosts in name\n"
+          "               order) where every host lends as many GPUs; print those under topo\n");
       return 2;
     }
   }
@@ -958,7 +1019,7 @@ int main(int argc, char** argv) {
         Row row;
         try {
           row = run(name, *c.fam, *c.fabric, node, c.a, lay, c.alloc, scotch, detail, moves, conf,
-                    declared, with_hand ? &hand : nullptr);
+                    declared, with_hand ? &hand : nullptr, all_orders);
         } catch (const std::exception& e) {
           std::printf("  %-15s %-40s %-28s skipped: %s\n", f.cls.c_str(), name.c_str(), lay.c_str(),
                       e.what());
@@ -1010,6 +1071,16 @@ int main(int argc, char** argv) {
     std::printf("  median topo / lower bound        %.4f\n", median(t_lb));
     std::printf("  median saving vs block (all)     %.1f%%\n", 100 * median(all_gain));
     std::printf("  instances where topo > block     %d\n", worse_than_block);
+    if (all_orders) {
+      int scored = 0, at_best = 0;
+      for (const auto& r : rows) {
+        if (r.best_order < 0) continue;
+        ++scored;
+        if (r.topo <= r.best_order * (1 + 5e-4)) ++at_best;
+      }
+      std::printf("  topo <= best prime-digit order   %d of %d scored (within 0.05%%)\n", at_best,
+                  scored);
+    }
     if (scotch_n) {
       std::printf("  topo <= scotch                   %d of %d (%.1f%%)\n", scotch_ok, scotch_n,
                   100.0 * scotch_ok / scotch_n);
