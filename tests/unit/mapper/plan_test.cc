@@ -72,6 +72,15 @@ Request in_domains(const topology::Fabric& fabric, const std::vector<int>& per_d
   return r;
 }
 
+// topo's plan for a step on nvl72(144) (hosts of 4 GPUs): the first per_domain[d] hosts of
+// domain d (in_domains).
+RankPlan plan_in_domains(const std::vector<int>& per_domain, const std::string& layout) {
+  const topology::Fabric fabric = make_fat_tree(nvl72(144));
+  const topology::NodeTopology node = make_node(4, 4, 900, 50);
+  const Request r = in_domains(fabric, per_domain, layout);
+  return plan(fabric, std::vector<const topology::NodeTopology*>(r.hosts.size(), &node), r);
+}
+
 // A step on a fat tree of `leaf_hosts`-host leaves: the first per_leaf[l] hosts of leaf l, all
 // `gpus` GPUs of each.
 Request in_leaves(const topology::Fabric& fabric, std::size_t leaf_hosts,
@@ -494,10 +503,7 @@ TEST(PlanTest, ADimCutAroundAnotherSpreadsTheAllToAllOverFewLeaves) {
 // stays behind. Counted by domain, the best starts differ: one keeping dp inside domains for 28
 // of its 32 groups instead of 26 refines to about 1.71 s (block: 2.36 s).
 TEST(PlanTest, SecondOrientationCountsGroupsInsideNvlinkDomains) {
-  const topology::Fabric fabric = make_fat_tree(nvl72(144));
-  const topology::NodeTopology node = make_node(4, 4, 900, 50);
-  const Request r = in_domains(fabric, {7, 5, 3, 4, 5, 8}, "tp=2,ep=8,pp=2,dp=auto");
-  const RankPlan p = plan(fabric, std::vector<const topology::NodeTopology*>(32, &node), r);
+  const RankPlan p = plan_in_domains({7, 5, 3, 4, 5, 8}, "tp=2,ep=8,pp=2,dp=auto");
   EXPECT_LT(p.cost.seconds, 0.77 * p.block_cost.seconds)
       << "topo " << p.cost.seconds << " s, bound " << p.lower_bound << " s, block "
       << p.block_cost.seconds << " s";
@@ -535,10 +541,7 @@ TEST(PlanTest, StagesStraddlingTwoNvlinkDomainsSplitByRowsAndColumns) {
 // every DP group is a two-node tree, its lone member sending S_dp: 0.6179 s against block's
 // 0.6984 s, worked by hand; the bound is 0.6125 s.
 TEST(PlanTest, ColumnsStayInTwoNvlinkDomainsWhereRowsMustCross) {
-  const topology::Fabric fabric = make_fat_tree(nvl72(144));
-  const topology::NodeTopology node = make_node(4, 4, 900, 50);
-  const Request r = in_domains(fabric, {2, 1, 3, 3, 3, 3, 1}, "tp=8,pp=2,dp=auto");
-  const RankPlan p = plan(fabric, std::vector<const topology::NodeTopology*>(16, &node), r);
+  const RankPlan p = plan_in_domains({2, 1, 3, 3, 3, 3, 1}, "tp=8,pp=2,dp=auto");
   expect_hand_plan(p, 0.6179, 0.9);
 }
 
@@ -550,10 +553,7 @@ TEST(PlanTest, ColumnsStayInTwoNvlinkDomainsWhereRowsMustCross) {
 // most two domains, each part at least 3 hosts (e.g. 5 + 3, 4 + 4, 3 + 5, 3 + 5), send at most 5/8:
 // worked by hand, 1.5243 s against topo's 1.7152 s before, block 2.3594 s, bound 1.2847 s.
 TEST(PlanTest, AllToAllBlocksCutFromTwoNvlinkDomains) {
-  const topology::Fabric fabric = make_fat_tree(nvl72(144));
-  const topology::NodeTopology node = make_node(4, 4, 900, 50);
-  const Request r = in_domains(fabric, {10, 5, 10, 7}, "tp=2,ep=8,pp=2,dp=auto");
-  const RankPlan p = plan(fabric, std::vector<const topology::NodeTopology*>(32, &node), r);
+  const RankPlan p = plan_in_domains({10, 5, 10, 7}, "tp=2,ep=8,pp=2,dp=auto");
   expect_hand_plan(p, 1.5243, 0.7);
 }
 
@@ -565,10 +565,7 @@ TEST(PlanTest, AllToAllBlocksCutFromTwoNvlinkDomains) {
 // h + 16, h + 17 (0.3333 s, as Slurm's): 0.8416 s, `mapper_bench --order dp:4:g,cp:2:h,tp:8:h,
 // cp:2:h`, against 0.9221 s before (block 1.0832 s, bound 0.5869 s).
 TEST(PlanTest, DigitOrdersOnHostsSmallerThanATensorGroup) {
-  const topology::Fabric fabric = make_fat_tree(nvl72(144));
-  const topology::NodeTopology node = make_node(4, 4, 900, 50);
-  const Request r = in_domains(fabric, {7, 9, 11, 5}, "tp=8,cp=4,dp=auto");
-  const RankPlan p = plan(fabric, std::vector<const topology::NodeTopology*>(32, &node), r);
+  const RankPlan p = plan_in_domains({7, 9, 11, 5}, "tp=8,cp=4,dp=auto");
   expect_hand_plan(p, 0.8416, 0.8);
 }
 
