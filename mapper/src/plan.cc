@@ -884,8 +884,8 @@ class Mapper {
     std::iota(by_name.begin(), by_name.end(), 0u);
     std::pair<Score, Assignment> best;
     std::optional<ScoreOrder> better;
-    // Scores one order over one sequence, keeping the best; nothing where it is not laid out
-    // (or, in name order, is the locality order already scored).
+    // Scores one order in locality order and, with `name` where it differs, in name order too,
+    // keeping the best; returns the first score, none where the order is not laid out.
     auto eval = [&](const Labels& labels, bool name) -> std::optional<Score> {
       std::vector<long long> stride(t.dims.size());
       for (std::size_t d = 0; d < t.dims.size(); ++d) stride[d] = t.dims[d].stride;
@@ -894,15 +894,20 @@ class Mapper {
         dg.push_back({stride[d], q});
         stride[d] *= q;
       }
-      std::vector<std::uint32_t> seq = slot_sequence(dg, Packing::kAligned);
-      if (seq.empty() || (name && seq == by_name)) return std::nullopt;
-      Assignment a = fill(name ? by_name : seq, dg);
-      if (req_.host_blocks) a = host_blocks(a);
-      --evals_left;
-      const Score sc = score(in_.machine, t, a);
-      if (!better) better.emplace(sc);
-      if (best.second.empty() || (*better)(sc, best.first)) best = {sc, std::move(a)};
-      return sc;
+      auto take = [&](const std::vector<std::uint32_t>& seq) {
+        Assignment a = fill(seq, dg);
+        if (req_.host_blocks) a = host_blocks(a);
+        --evals_left;
+        const Score sc = score(in_.machine, t, a);
+        if (!better) better.emplace(sc);
+        if (best.second.empty() || (*better)(sc, best.first)) best = {sc, std::move(a)};
+        return sc;
+      };
+      const std::vector<std::uint32_t> seq = slot_sequence(dg, Packing::kAligned);
+      if (seq.empty()) return std::nullopt;
+      const Score first = take(seq);
+      if (name && seq != by_name) take(by_name);
+      return first;
     };
     Labels all = labels_of(heavy);
     std::sort(all.begin(), all.end());
@@ -912,10 +917,8 @@ class Mapper {
       count *= static_cast<double>(i + 1) / static_cast<double>(run);
     }
     if (2 * count <= static_cast<double>(evals_left)) {
-      do {
-        eval(all, false);
-        eval(all, true);
-      } while (std::next_permutation(all.begin(), all.end()));
+      do eval(all, true);
+      while (std::next_permutation(all.begin(), all.end()));
       return best;
     }
     for (const auto& order : candidate_orders(heavy)) {
