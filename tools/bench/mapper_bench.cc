@@ -362,9 +362,9 @@ std::vector<std::uint32_t> hand_slots(const Instance& in, const HandOrder& o, st
 
 // --all-orders: every order of the dims' prime digits (tp=8 as three digits of 2, a dim's digits
 // numbering its coordinate low first in the order they appear), hosts in name order, scored by
-// the model; the best, or -1 where the hosts lend different counts. `count` gets how many were
-// laid out. The mapper scores these orders itself where its budget allows: this checks it does
-// on every row, and shows where its descent stops short on the rest.
+// the model; the best, or -1 where none is laid out (hosts lending different counts). `count`
+// gets how many were laid out. The mapper scores these orders itself where its budget allows: this
+// checks it does on every row, and shows where its descent stops short on the rest.
 double best_digit_order(const Instance& in, long long* count, std::string* best_text) {
   std::vector<std::pair<std::string, long long>> labels;
   for (const auto& d : in.traffic.dims) {
@@ -389,8 +389,8 @@ double best_digit_order(const Instance& in, long long* count, std::string* best_
       o.digits.push_back({dim, q, host});
       inner *= q;
     }
-    std::string error;
     if (!fits) continue;
+    std::string error;  // an order whose digits do not match the hosts' counts: not laid out
     const std::vector<std::uint32_t> placed = hand_slots(in, o, &error);
     if (placed.empty()) continue;
     ++*count;
