@@ -866,8 +866,9 @@ double least_sum(const std::vector<std::vector<double>>& f, const std::vector<lo
 // most kmax / (n - k) e-peers on P and time_e >= g_e(n - k) = the least f_e up to there. The
 // search takes, per all-reduce dim, the ring's floor or the tree's with those floors on the
 // others (docs/mapper.md, "Lower bound", two-node trees). `partners`: whether a tree's other
-// node is one host. With NVLink domains it may be a clique of several hosts, whose members of
-// the group need not be crowded on one host, and the partner floors are left out.
+// node is one place of the walk's kind (a host; or an island, with island floors and kmax).
+// Walking hosts with NVLink domains, it may be a clique of several hosts, whose members of the
+// group need not be crowded on one host, and the partner floors are left out there.
 double least_sum_trees(const std::vector<std::vector<double>>& ring,
                        const std::vector<std::vector<double>>& any, const std::vector<long long>& n,
                        long long c, long long kmax, bool partners, bool full,
@@ -1535,7 +1536,8 @@ std::vector<double> host_floors(const DimTraffic& dt, const BoundMachine& b, dou
 // the group leaves the island, and what leaves goes through NIC ports, never NVLink). `host_f`
 // are the host floors: the rank's host holds between 1 and min(k, kmax) of the k.
 std::vector<double> island_floors(const DimTraffic& dt, const BoundMachine& b, double cross,
-                                  double pipe_floor, const std::vector<double>& host_f) {
+                                  double pipe_floor, const std::vector<double>& host_f,
+                                  bool ring_only = false) {
   const long long n = dt.size;
   const double S = dt.bytes, nd = static_cast<double>(n);
   const double nv = b.nv, port = b.port;
@@ -1546,7 +1548,7 @@ std::vector<double> island_floors(const DimTraffic& dt, const BoundMachine& b, d
     double v = 0;
     const double kd = static_cast<double>(k);
     if (dt.pattern == Pattern::kRing) {
-      v = ring_on_node(dt, k, b.island_kmax, false, nv, port);  // the island is the node
+      v = ring_on_node(dt, k, b.island_kmax, ring_only, nv, port);  // the island is the node
     } else if (dt.pattern == Pattern::kAllToAll) {
       // The rank's k - 1 island peers use NVLink both ways; the n - k others each send bytes/n
       // into the rank's own NIC ports (a flow enters by the receiver's ports, PXN or not).
@@ -1806,6 +1808,7 @@ double lower_bound(const Machine& m, const Traffic& t) {
   const std::size_t D = t.dims.size();
   std::vector<std::vector<double>> f(D), fi(D);
   std::vector<std::vector<double>> fr(D);  // host floors of all-reduces as rings, never trees
+  std::vector<std::vector<double>> fir(D);  // island floors of all-reduces as rings, never trees
   double fixed = 0;  // latency floors
   for (std::size_t d = 0; d < D; ++d) {
     const DimTraffic& dt = t.dims[d];
@@ -1813,6 +1816,7 @@ double lower_bound(const Machine& m, const Traffic& t) {
       f[d] = {0.0};
       fi[d] = {0.0};
       fr[d] = {0.0};
+      fir[d] = {0.0};
       continue;
     }
     const double cross = crossing_floor(dt, t.world, b);
@@ -1820,6 +1824,7 @@ double lower_bound(const Machine& m, const Traffic& t) {
     f[d] = host_floors(dt, b, cross, &pipe_floor);
     fr[d] = dt.all_reduce ? host_floors(dt, b, cross, &pipe_floor, true) : f[d];
     fi[d] = island_floors(dt, b, cross, pipe_floor, f[d]);
+    fir[d] = dt.all_reduce ? island_floors(dt, b, cross, pipe_floor, fr[d], true) : fi[d];
     const double steps = dt.pattern == Pattern::kRing ? 2.0 * (dt.size - 1.0) : 1.0;
     fixed += dt.calls * steps * b.lat_min * 1e-6;
     // A group that leaves its island reaches the network: the dim's every step then waits at
@@ -1832,6 +1837,7 @@ double lower_bound(const Machine& m, const Traffic& t) {
       }
     };
     leaves(fi[d]);
+    leaves(fir[d]);
     if (!b.has_domains) {
       leaves(f[d]);
       leaves(fr[d]);
@@ -1865,6 +1871,15 @@ double lower_bound(const Machine& m, const Traffic& t) {
       lb, joint_crossing_bound(m, t, f, fi, sizes, b.host_slots, b.island_slots, b.island_kmax));
   lb = std::max(lb, tree_case_bound(m, t, b, f, fr, fi, sizes, full, walk));
   lb = std::max(lb, level_latency_bound(m, t, b, f, fr, sizes, full));
+  // The walk over islands with two-node trees priced as on hosts: a group that is a tree between
+  // the rank's island and one other has its other n - k members there, in n - k distinct groups
+  // of every other dim, so some rank of that island has at most island_kmax / (n - k) peers of
+  // each on it (least_sum_trees' partner floors, with island floors and island sizes).
+  if (b.has_domains) {
+    for (long long c : place_sizes(b.island_slots, kPlaceSizes)) {
+      lb = std::max(lb, least_sum_trees(fir, fi, sizes, c, b.island_kmax, true, full));
+    }
+  }
   if (!t.matrix.empty()) {
     double bytes = 0;
     for (const auto& fl : t.matrix) bytes += fl.from != fl.to ? fl.bytes : 0;

@@ -1058,5 +1058,21 @@ TEST(CostModelTest, TopologyConfWithoutSpeedsTakesNicsFromTheCaptureAndSaysSo) {
   EXPECT_TRUE(make_instance(s.fabric, s.nodes, s.request).machine.assumptions.empty());
 }
 
+// Partner floors on islands, worked by hand and checked by brute force. Hosts of 2 GPUs, NVLink
+// domains of 2 hosts; the step takes hosts 0, 2, 3 and 4: islands of 2 slots (host 0; its
+// domain's other host is outside the step), 4 (hosts 2-3) and 2 (host 4); tp=2, dp=4. On a lone
+// host, tp whole leaves one member of each of two DP groups. As a two-island tree, such a group
+// has its other three members on one island, each in its own TP group, so some rank there has
+// no TP peer on its island (4 slots over 3 members): TP leaves its island, far slower than a DP
+// ring. The walk without partner floors took tp whole plus DP's tree (3.7249 s); with them the
+// bound is the optimum, 5.0134 s (TP on NVLink, DP rings).
+TEST(CostTest, IslandWalkPricesATreesPartnerDomain) {
+  Small s = small(nvl(tiny(8, 8, 2, 1), 2), {2, 0, 2, 2, 2}, "tp=2,dp=4");
+  const Instance in = make_instance(s.fabric, s.nodes, s.request);
+  const double best = brute_force(in);
+  EXPECT_NEAR(best, 5.0134, 1e-4);
+  EXPECT_NEAR(lower_bound(in.machine, in.traffic), best, 1e-9);
+}
+
 }  // namespace
 }  // namespace topoaware::mapper
