@@ -1074,5 +1074,40 @@ TEST(CostTest, IslandWalkPricesATreesPartnerDomain) {
   EXPECT_NEAR(lower_bound(in.machine, in.traffic), best, 1e-9);
 }
 
+// Two-island trees against brute force, where the island walk's partner floors decide: hosts of
+// 2 GPUs in NVLink domains of 2 or 3 hosts, 8 ranks on hosts lending 0-2 GPUs (islands of
+// uneven size), a layout with an all-reduce of 3 or 4 members beside another dim, random bytes
+// per dim (so that either a tree or its partner's other dims can be what binds), NVLink fast or
+// slow, and each instance again with latency dominating. IslandWalkPricesATreesPartnerDomain is
+// one such instance worked by hand.
+TEST(CostTest, IslandTreeBoundAtMostOptimumOnRandomInstances) {
+  int checked = 0;
+  for (std::uint64_t seed = 1; checked < 40; ++seed) {
+    ASSERT_LT(seed, 400u) << "too few valid instances drawn";
+    std::mt19937_64 g(seed * 6151);
+    auto below = [&](int n) { return static_cast<int>(g() % static_cast<std::uint64_t>(n)); };
+    FatTreeSpec spec = nvl(tiny(7, 7, 2, 1 + below(3)), 2 + below(2));
+    spec = vary(spec, g, 6);
+    std::vector<int> tasks;
+    int world = 0;
+    for (int h = 0; h < spec.hosts && world < 8; ++h) {
+      const int k = std::min(below(4) == 0 ? below(2) : 2, 8 - world);
+      tasks.push_back(k);
+      world += k;
+    }
+    if (world != 8) continue;
+    const char* layouts[] = {"tp=2,dp=4", "tp=4,dp=2", "tp=2,cp=2,dp=2", "ep=2,dp=4",
+                             "tp=2,pp=2,dp=2"};
+    std::string layout = layouts[below(5)];
+    if (below(3) == 0) layout += ",order=dp-pp-ep-cp-tp";
+    Small sm = small(spec, tasks, layout);
+    Instance in = make_instance(sm.fabric, sm.nodes, sm.request);
+    for (auto& d : in.traffic.dims) d.bytes *= 0.125 * (1 + below(16));
+    ASSERT_NO_FATAL_FAILURE(expect_bound_at_most_optimum_both_ways(
+        in, g, "seed " + std::to_string(seed) + ": " + layout));
+    ++checked;
+  }
+}
+
 }  // namespace
 }  // namespace topoaware::mapper
