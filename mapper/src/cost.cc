@@ -2,7 +2,9 @@
 #include "topoaware/mapper/cost.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <limits>
 #include <map>
@@ -1158,9 +1160,226 @@ std::vector<double> least_cut(const std::vector<long long>& n, const std::vector
   return h;
 }
 
+// P[c] for c = 0..cmax: cut vectors, counts p_d(A) of the d-groups (lines) a set A of c ranks
+// meets but does not hold whole, such that every A of c ranks has p(A) >= some vector of P[c] in
+// every dim: least_cut's counts without its convex hull, each vector one whole cut, never a
+// mixture of two. Pushing every d-line's members to its low end keeps p_d and raises no other
+// count: in a plane of d and e (other coordinates fixed) whose d-lines hold a_j members, the
+// e-lines cut afterwards are exactly max a - min a, and before, at least that many e-lines meet
+// the fullest d-line but not the emptiest. So it is enough to count down-sets, whose slices along
+// the outermost dim D nest, A_1 >= ... >= A_nD: p_D = |A_1| - |A_nD|, and the inner dims' counts
+// add up over the slices. Slices are taken in non-increasing size (their nesting not required),
+// p_D adding the step between neighbours; each P[c] keeps only vectors no other one is below.
+// `n` innermost first, at most kCutDims dims.
+constexpr std::size_t kCutDims = 3;
+using CutVector = std::array<std::int32_t, kCutDims>;
+
+// Keeps the vectors of `v` no other one is below in every dim (one of equal ones). `work` counts
+// the comparisons.
+void pareto(std::vector<CutVector>& v, std::size_t dims, long long& work) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  std::vector<CutVector> kept;
+  for (const CutVector& x : v) {  // a vector below x sorts before it
+    work += static_cast<long long>(kept.size()) + 1;
+    const bool dominated = std::any_of(kept.begin(), kept.end(), [&](const CutVector& u) {
+      for (std::size_t i = 0; i < dims; ++i) {
+        if (u[i] > x[i]) return false;
+      }
+      return true;
+    });
+    if (!dominated) kept.push_back(x);
+  }
+  v = std::move(kept);
+}
+
+// Work cut_vectors() may do (vectors made and compared): about 0.3 s on one core. Past it the
+// whole cuts are not counted (the bound stays true, only less tight). Three dims over a place of
+// 128 ranks take up to some 160M; four or more have too many cuts that no other is below, and
+// are left out (kCutDims).
+constexpr long long kCutWork = 250'000'000;
+
+// P[c] for the c of `targets` (sorted, at most kCutSlots); empty past kCutWork. The slices of
+// each dim are walked largest first with the outer count held as w_D = x_1 (the first slice's
+// size), so that a set ends with p_D = w_D - x_n: then (s, x, w) is worth no less than (s, x', w')
+// when x >= x' and w <= w' (it may take every later slice the other may, to the same end), and
+// only such vectors are kept.
+std::vector<std::vector<CutVector>> cut_vectors(const std::vector<long long>& n,
+                                                const std::vector<long long>& targets) {
+  const std::size_t dims = n.size();
+  const long long cmax = targets.back();
+  long long work = 0;
+  std::vector<std::vector<CutVector>> h(2, std::vector<CutVector>{CutVector{}});  // 0 or 1 rank
+  long long space = 1;
+  for (std::size_t k = 0; k < dims; ++k) {
+    const bool last = k + 1 == dims;
+    const long long inner = static_cast<long long>(h.size()) - 1;  // largest slice
+    space = std::min(cmax, space * n[k]);
+    // Whether a sum s, with `rest` slices of at most x still to come, can end on a size wanted.
+    auto wanted = [&](long long s, long long x, long long rest) {
+      if (!last) return s <= space;
+      auto it = std::lower_bound(targets.begin(), targets.end(), s);
+      return it != targets.end() && *it <= s + x * rest;
+    };
+    // g[s][x]: vectors w over the slices so far, their sizes summing to s, the last of size x.
+    using Table = std::vector<std::vector<std::vector<CutVector>>>;
+    const auto rows = static_cast<std::size_t>(space + 1);
+    const auto cols = static_cast<std::size_t>(inner + 1);
+    // Drops from each g[s][x] the vectors that some g[s][x''], x'' >= x, holds one below.
+    auto prune = [&](Table& t) {
+      std::vector<CutVector> seen;
+      for (auto& row : t) {
+        seen.clear();
+        for (std::size_t x = cols; x-- > 0;) {
+          auto& cell = row[x];
+          if (cell.empty()) continue;
+          pareto(cell, dims, work);
+          std::erase_if(cell, [&](const CutVector& v) {
+            work += static_cast<long long>(seen.size());
+            return std::any_of(seen.begin(), seen.end(), [&](const CutVector& u) {
+              for (std::size_t i = 0; i < dims; ++i) {
+                if (u[i] > v[i]) return false;
+              }
+              return true;
+            });
+          });
+          seen.insert(seen.end(), cell.begin(), cell.end());
+        }
+      }
+    };
+    Table g(rows, std::vector<std::vector<CutVector>>(cols));
+    for (long long x = 0; x <= std::min(inner, space); ++x) {
+      if (!wanted(x, x, n[k] - 1)) continue;
+      auto& cell = g[static_cast<std::size_t>(x)][static_cast<std::size_t>(x)];
+      cell = h[static_cast<std::size_t>(x)];
+      for (CutVector& v : cell) v[k] = static_cast<std::int32_t>(x);
+    }
+    for (long long j = 1; j < n[k]; ++j) {
+      Table next(rows, std::vector<std::vector<CutVector>>(cols));
+      for (long long s = 0; s <= space; ++s) {
+        for (long long x = 0; x <= inner; ++x) {
+          const auto& from = g[static_cast<std::size_t>(s)][static_cast<std::size_t>(x)];
+          if (from.empty()) continue;
+          for (long long y = 0; y <= x && s + y <= space; ++y) {
+            if (!wanted(s + y, y, n[k] - 1 - j)) continue;
+            const auto& add = h[static_cast<std::size_t>(y)];
+            auto& to = next[static_cast<std::size_t>(s + y)][static_cast<std::size_t>(y)];
+            for (const CutVector& a : from) {
+              for (const CutVector& b : add) {
+                CutVector v{};
+                for (std::size_t i = 0; i < dims; ++i) v[i] = a[i] + b[i];
+                to.push_back(v);
+              }
+            }
+            work += static_cast<long long>(from.size() * add.size());
+          }
+          if (work > kCutWork) return {};
+        }
+      }
+      prune(next);
+      if (work > kCutWork) return {};
+      g = std::move(next);
+    }
+    std::vector<std::vector<CutVector>> next_h(rows);
+    for (std::size_t s = 0; s < rows; ++s) {
+      auto& out = next_h[s];
+      for (std::size_t x = 0; x < cols; ++x) {
+        for (CutVector v : g[s][x]) {
+          v[k] -= static_cast<std::int32_t>(x);  // p_D = x_1 - x_n
+          out.push_back(v);
+        }
+      }
+      pareto(out, dims, work);
+    }
+    if (work > kCutWork) return {};
+    h = std::move(next_h);
+  }
+  return h;
+}
+
 // Largest place the crossing bound takes (least_cut costs about cmax^3 / n per dim; at 256 the
 // bound took a third of all mapping time in the benchmark to tighten one row, 1.16 s to 1.30 s).
 constexpr long long kCutSlots = 128;
+
+// What the crossing bounds read off the machine and the traffic: the tiers whose exits count, the
+// bytes a cut group of each radix dim sends out of a place, and each place's ECMP factor. False
+// where no tier or no dim counts (or not every slot holds a rank).
+struct CrossSetup {
+  std::vector<std::size_t> radix;  // radix_dims(), innermost first
+  std::vector<long long> n;        // their sizes
+  std::vector<double> out;         // per radix index: bytes a cut group sends out of a place
+  std::vector<std::size_t> live;   // radix indexes with bytes
+  std::vector<CrossTier> tiers;
+  std::vector<std::vector<double>> ecmp;  // per tier and place: the least ECMP factor
+  long long cmax = 0;                     // most slots of a counted place
+};
+
+bool cross_setup(const Machine& m, const Traffic& t, const std::vector<long long>& host_slots,
+                 long long kmax, const std::vector<bool>& rings, CrossSetup* s) {
+  if (static_cast<long long>(m.slots.size()) != t.world) return false;  // every slot a rank
+  s->radix = radix_dims(t);
+  if (s->radix.empty()) return false;
+  for (auto& tier : cross_tiers(m, host_slots)) {
+    const long long most = *std::max_element(tier.slots.begin(), tier.slots.end());
+    // A tier of one place, or one without a real uplink limit, is crossed by nothing.
+    if (tier.slots.size() < 2 || most > kCutSlots || tier.total_cap >= kUnlimitedGbps * kGB) {
+      continue;
+    }
+    s->cmax = std::max(s->cmax, most);
+    s->tiers.push_back(std::move(tier));
+  }
+  if (s->tiers.empty()) return false;
+  // Bytes a d-group that a place meets but does not hold sends out of the place, at least: a
+  // ring hands the ring to a host off the place at least once (V), an all-to-all member pair
+  // split j | n-j sends j (n-j) S/n >= (n-1) S/n, a pipeline chain crosses the edge once (S).
+  const std::vector<std::size_t>& radix = s->radix;
+  s->n.assign(radix.size(), 0);
+  s->out.assign(radix.size(), 0.0);
+  for (std::size_t i = 0; i < radix.size(); ++i) {
+    const DimTraffic& dt = t.dims[radix[i]];
+    s->n[i] = dt.size;
+    const double nd = static_cast<double>(dt.size);
+    if (dt.bytes <= 0) continue;
+    if (dt.pattern == Pattern::kRing) {
+      const bool ring = !rings.empty() && rings[radix[i]];
+      s->out[i] = ring ? internal::ring_volume(dt.size, dt.bytes) : any_split_hop(dt, kmax);
+    } else if (dt.pattern == Pattern::kAllToAll) {
+      s->out[i] = (nd - 1) / nd * dt.bytes;
+    } else {
+      s->out[i] = dt.bytes;
+    }
+    s->live.push_back(i);
+  }
+  if (s->live.empty()) return false;
+  // ECMP: a dim's time on a place's uplink is its exit load / cap times E(F, L), E falling as the
+  // effective flow count F grows, and F is at most the flows the place's ranks can send up: per
+  // rank one ring or tree hop to the next node, two pipeline neighbours, n-1 all-to-all peers,
+  // each cut into at most `pieces` (the most ports a GPU or a PXN relay has). The least such E
+  // over the dims scales the place's whole exit load (the flow matrix shares no dim's lanes).
+  std::uint32_t pieces = 1;
+  for (const Slot& sl : m.slots) pieces = std::max(pieces, sl.ports.count);
+  for (const PortRange& r : m.relay_ranges) pieces = std::max(pieces, r.count);
+  s->ecmp.assign(s->tiers.size(), {});
+  for (std::size_t ti = 0; ti < s->tiers.size(); ++ti) {
+    const CrossTier& tier = s->tiers[ti];
+    std::vector<double>& factor = s->ecmp[ti];
+    factor.assign(tier.slots.size(), 1.0);
+    for (std::size_t b = 0; b < tier.slots.size(); ++b) {
+      if (tier.links[b] <= 1) continue;
+      double least = static_cast<double>(tier.links[b]);
+      for (std::size_t i : s->live) {
+        const DimTraffic& dt = t.dims[radix[i]];
+        const double per_rank = dt.pattern == Pattern::kAllToAll   ? dt.size - 1.0
+                                : dt.pattern == Pattern::kPipeline ? 2.0
+                                                                   : 1.0;
+        const double flows = static_cast<double>(tier.slots[b]) * per_rank * pieces;
+        least = std::min(least, internal::ecmp_factor(flows, tier.links[b]));
+      }
+      factor[b] = least;
+    }
+  }
+  return true;
+}
 
 // The joint crossing bound. For any theta in [0,1]^D, sum_d T_d = sum_d theta_d T_d +
 // sum_d (1 - theta_d) T_d: the first part is at least the walk bound over the floors scaled by
@@ -1175,70 +1394,15 @@ double joint_crossing_bound(const Machine& m, const Traffic& t,
                             const std::vector<long long>& host_slots,
                             const std::vector<long long>& island_slots, long long kmax,
                             const std::vector<bool>& rings = {}) {
-  if (static_cast<long long>(m.slots.size()) != t.world) return 0;  // every slot holds a rank
-  const std::vector<std::size_t> radix = radix_dims(t);
-  if (radix.empty()) return 0;
-  std::vector<CrossTier> tiers;
-  long long cmax = 0;
-  for (auto& tier : cross_tiers(m, host_slots)) {
-    const long long most = *std::max_element(tier.slots.begin(), tier.slots.end());
-    // A tier of one place, or one without a real uplink limit, is crossed by nothing.
-    if (tier.slots.size() < 2 || most > kCutSlots || tier.total_cap >= kUnlimitedGbps * kGB) {
-      continue;
-    }
-    cmax = std::max(cmax, most);
-    tiers.push_back(std::move(tier));
-  }
-  if (tiers.empty()) return 0;
-  // Bytes a d-group that a place meets but does not hold sends out of the place, at least: a
-  // ring hands the ring to a host off the place at least once (V), an all-to-all member pair
-  // split j | n-j sends j (n-j) S/n >= (n-1) S/n, a pipeline chain crosses the edge once (S).
-  std::vector<long long> n(radix.size());
-  std::vector<double> out(radix.size(), 0.0);
-  std::vector<std::size_t> live;  // indexes into radix
-  for (std::size_t i = 0; i < radix.size(); ++i) {
-    const DimTraffic& dt = t.dims[radix[i]];
-    n[i] = dt.size;
-    const double nd = static_cast<double>(dt.size);
-    if (dt.bytes <= 0) continue;
-    if (dt.pattern == Pattern::kRing) {
-      const bool ring = !rings.empty() && rings[radix[i]];
-      out[i] = ring ? internal::ring_volume(dt.size, dt.bytes) : any_split_hop(dt, kmax);
-    } else if (dt.pattern == Pattern::kAllToAll) {
-      out[i] = (nd - 1) / nd * dt.bytes;
-    } else {
-      out[i] = dt.bytes;
-    }
-    live.push_back(i);
-  }
-  if (live.empty()) return 0;
-  // ECMP: a dim's time on a place's uplink is its exit load / cap times E(F, L), E falling as the
-  // effective flow count F grows, and F is at most the flows the place's ranks can send up: per
-  // rank one ring or tree hop to the next node, two pipeline neighbours, n-1 all-to-all peers,
-  // each cut into at most `pieces` (the most ports a GPU or a PXN relay has). The least such E
-  // over the dims scales the place's whole exit load (the flow matrix shares no dim's lanes).
-  std::uint32_t pieces = 1;
-  for (const Slot& s : m.slots) pieces = std::max(pieces, s.ports.count);
-  for (const PortRange& r : m.relay_ranges) pieces = std::max(pieces, r.count);
-  std::vector<std::vector<double>> ecmp(tiers.size());  // per tier and place: that least E
-  for (std::size_t ti = 0; ti < tiers.size(); ++ti) {
-    const CrossTier& tier = tiers[ti];
-    std::vector<double>& factor = ecmp[ti];
-    factor.assign(tier.slots.size(), 1.0);
-    for (std::size_t b = 0; b < tier.slots.size(); ++b) {
-      if (tier.links[b] <= 1) continue;
-      double least = static_cast<double>(tier.links[b]);
-      for (std::size_t i : live) {
-        const DimTraffic& dt = t.dims[radix[i]];
-        const double per_rank = dt.pattern == Pattern::kAllToAll   ? dt.size - 1.0
-                                : dt.pattern == Pattern::kPipeline ? 2.0
-                                                                   : 1.0;
-        const double flows = static_cast<double>(tier.slots[b]) * per_rank * pieces;
-        least = std::min(least, internal::ecmp_factor(flows, tier.links[b]));
-      }
-      factor[b] = least;
-    }
-  }
+  CrossSetup setup;
+  if (!cross_setup(m, t, host_slots, kmax, rings, &setup)) return 0;
+  const std::vector<std::size_t>& radix = setup.radix;
+  const std::vector<long long>& n = setup.n;
+  const std::vector<double>& out = setup.out;
+  const std::vector<std::size_t>& live = setup.live;
+  const std::vector<CrossTier>& tiers = setup.tiers;
+  const std::vector<std::vector<double>>& ecmp = setup.ecmp;
+  const long long cmax = setup.cmax;
   constexpr std::size_t kPlaceSizes = 32;
   std::vector<std::vector<double>> fs = f, fis = fi;
   std::vector<double> w(radix.size());
@@ -1624,6 +1788,75 @@ double tree_chain_bound(const Traffic& t, const BoundMachine& b,
   return best;
 }
 
+// The cut vectors of every place the crossing bounds count (cut_case_bound), or none where that
+// bound does not apply (not every slot holds a rank, no radix dims, too many of them).
+std::vector<std::vector<CutVector>> place_cut_vectors(const Machine& m, const Traffic& t,
+                                                      const BoundMachine& b, bool full) {
+  CrossSetup setup;
+  if (!full || !cross_setup(m, t, b.host_slots, b.island_kmax, {}, &setup)) return {};
+  if (setup.radix.size() > kCutDims) return {};  // many cuts below none other: too slow
+  std::vector<long long> targets;
+  for (const CrossTier& tier : setup.tiers) {
+    targets.insert(targets.end(), tier.slots.begin(), tier.slots.end());
+  }
+  std::sort(targets.begin(), targets.end());
+  targets.erase(std::unique(targets.begin(), targets.end()), targets.end());
+  return cut_vectors(setup.n, targets);
+}
+
+// Whole cuts under the walk (docs/mapper.md, "Lower bound", "Whole cuts"). A place of a crossing
+// tier (an island, a level's switch group) with c slots holds c ranks A, and each d-group A cuts
+// sends at least out_d through the place's exits, so time_d >= p_d(A) out_d E / cap (E: the
+// place's least ECMP factor). Every placement has p(A) >= some p of cut_vectors()[c] (`cuts`), so
+// the least over those p of the walk, each dim's floors raised to p_d out_d E / cap, is a bound,
+// and every place gives one. Unlike the joint crossing bound, which splits each dim's time between
+// the walk and a cut minimized apart, a dim here pays the larger of the two, and the cut is one
+// set of ranks, not a mixture of cuts. `known`: a bound already proved (a place whose least
+// cannot beat it is left early).
+template <class Walk>
+double cut_case_bound(const Machine& m, const Traffic& t, const BoundMachine& b,
+                      const std::vector<std::vector<double>>& f,
+                      const std::vector<std::vector<double>>& fr,
+                      const std::vector<std::vector<double>>& fi, const std::vector<bool>& rings,
+                      const std::vector<std::vector<CutVector>>& cuts, double known,
+                      const Walk& walk) {
+  CrossSetup setup;
+  if (cuts.empty() || !cross_setup(m, t, b.host_slots, b.island_kmax, rings, &setup)) return 0;
+  double best = 0;
+  std::set<std::pair<long long, double>> seen;  // (slots, E / cap) of the places walked
+  for (std::size_t ti = 0; ti < setup.tiers.size(); ++ti) {
+    const CrossTier& tier = setup.tiers[ti];
+    for (std::size_t pl = 0; pl < tier.slots.size(); ++pl) {
+      const long long c = tier.slots[pl];
+      const double scale = setup.ecmp[ti][pl] / tier.cap[pl];
+      if (c >= std::ssize(cuts) || tier.cap[pl] <= 0 || !seen.emplace(c, scale).second) continue;
+      std::vector<std::pair<double, const CutVector*>> order;  // cheapest raises first
+      for (const CutVector& p : cuts[static_cast<std::size_t>(c)]) {
+        double sum = 0;
+        for (std::size_t i : setup.live) sum += p[i] * setup.out[i] * scale;
+        order.emplace_back(sum, &p);
+      }
+      if (order.empty()) continue;
+      std::sort(order.begin(), order.end(),
+                [](const auto& x, const auto& y) { return x.first < y.first; });
+      double least = std::numeric_limits<double>::infinity();
+      for (const auto& [sum, p] : order) {
+        std::vector<std::vector<double>> host = f, ring = fr, island = fi;
+        for (std::size_t i : setup.live) {
+          const double g = (*p)[i] * setup.out[i] * scale;
+          for (auto* v : {&host[setup.radix[i]], &ring[setup.radix[i]], &island[setup.radix[i]]}) {
+            for (double& y : *v) y = std::max(y, g);
+          }
+        }
+        least = std::min(least, walk(host, ring, island));
+        if (least <= std::max(best, known)) break;
+      }
+      best = std::max(best, least);
+    }
+  }
+  return best;
+}
+
 // Trees in the crossing term. joint_crossing_bound() credits every cut all-reduce group with the
 // hop of a two-node tree (S, not V) wherever the group's size allows one, while its walk may keep
 // the other dims whole on their hosts: it never sees that a tree costs the other dims. Split the
@@ -1643,7 +1876,8 @@ double tree_case_bound(const Machine& m, const Traffic& t, const BoundMachine& b
                        const std::vector<std::vector<double>>& f,
                        const std::vector<std::vector<double>>& fr,
                        const std::vector<std::vector<double>>& fi,
-                       const std::vector<long long>& sizes, bool full, const Walk& walk) {
+                       const std::vector<long long>& sizes, bool full,
+                       const std::vector<std::vector<CutVector>>& cuts, const Walk& walk) {
   if (!full || b.has_domains) return 0;
   const std::vector<std::size_t> radix = radix_dims(t);
   std::vector<std::size_t> trees;
@@ -1690,9 +1924,12 @@ double tree_case_bound(const Machine& m, const Traffic& t, const BoundMachine& b
         for (double& y : *v) y = std::max(y, at_least[d]);
       }
     }
-    const double v = std::max(walk(host, ring, island),
-                              joint_crossing_bound(m, t, host, island, sizes, b.host_slots,
-                                                   b.island_slots, b.island_kmax, rings));
+    double v = std::max(walk(host, ring, island),
+                        joint_crossing_bound(m, t, host, island, sizes, b.host_slots,
+                                             b.island_slots, b.island_kmax, rings));
+    if (v < least) {  // the whole cuts can only raise it
+      v = std::max(v, cut_case_bound(m, t, b, host, ring, island, rings, cuts, v, walk));
+    }
     least = std::min(least, v);
   }
   return least;
@@ -1771,7 +2008,7 @@ double level_latency_bound(const Machine& m, const Traffic& t, const BoundMachin
 
 // Overlapping dims take at least as long as the slowest dim alone (its loads are part of the
 // combined ones) and as every byte over all egress together; latency terms still add up.
-double overlapped_lower_bound(const Machine& m, const Traffic& t) {
+double overlapped_lower_bound(const Machine& m, const Traffic& t, bool whole_cuts) {
   Traffic one = t;
   one.overlap = false;
   one.matrix.clear();
@@ -1783,7 +2020,7 @@ double overlapped_lower_bound(const Machine& m, const Traffic& t) {
     one.dims.assign(t.dims.size(), DimTraffic{});
     one.dims[d] = dt;
     one.dims[d].calls = 0;
-    slowest = std::max(slowest, lower_bound(m, one));
+    slowest = std::max(slowest, lower_bound(m, one, whole_cuts));
     const double steps = dt.pattern == Pattern::kRing ? 2.0 * (dt.size - 1.0) : 1.0;
     latency += dt.calls * steps * b.lat_min * 1e-6;
     const double nd = static_cast<double>(dt.size);
@@ -1799,9 +2036,9 @@ double overlapped_lower_bound(const Machine& m, const Traffic& t) {
 
 }  // namespace
 
-double lower_bound(const Machine& m, const Traffic& t) {
+double lower_bound(const Machine& m, const Traffic& t, bool whole_cuts) {
   if (m.slots.empty()) return 0;
-  if (t.overlap) return overlapped_lower_bound(m, t);
+  if (t.overlap) return overlapped_lower_bound(m, t, whole_cuts);
   const BoundMachine b = bound_machine(m);
   // Per dim, two families of floors, each combined with the crossing floor (valid for any
   // placement): f given the rank's host holds k of its group, fi given its island does.
@@ -1869,7 +2106,10 @@ double lower_bound(const Machine& m, const Traffic& t) {
   lb = std::max(lb, tree_chain_bound(t, b, f, fr, fi, full, walk));
   lb = std::max(
       lb, joint_crossing_bound(m, t, f, fi, sizes, b.host_slots, b.island_slots, b.island_kmax));
-  lb = std::max(lb, tree_case_bound(m, t, b, f, fr, fi, sizes, full, walk));
+  const std::vector<std::vector<CutVector>> cuts =
+      whole_cuts ? place_cut_vectors(m, t, b, full) : std::vector<std::vector<CutVector>>{};
+  lb = std::max(lb, cut_case_bound(m, t, b, f, fr, fi, {}, cuts, lb, walk));
+  lb = std::max(lb, tree_case_bound(m, t, b, f, fr, fi, sizes, full, cuts, walk));
   lb = std::max(lb, level_latency_bound(m, t, b, f, fr, sizes, full));
   // The walk over islands with two-node trees priced as on hosts: a group that is a tree between
   // the rank's island and one other has its other n - k members there, in n - k distinct groups

@@ -1962,7 +1962,7 @@ RankPlan plan(const topology::Fabric& fabric,
   out.algorithm = request.algorithm;
   out.rail_optimized = fabric.rail_optimized;
   out.host_blocks = request.host_blocks;
-  out.lower_bound = lower_bound(m, in.traffic);
+  out.lower_bound = lower_bound(m, in.traffic, false);  // without whole cuts: fast
   out.assumptions = m.assumptions;
   Assignment block = mapper.block();
   Assignment a;

@@ -175,7 +175,11 @@ class IncrementalCost {
 
 // A lower bound on evaluate_seconds() over every assignment of ranks to the machine's slots:
 // never above the optimum (checked against brute force in tests). docs/mapper.md derives it.
-double lower_bound(const Machine& machine, const Traffic& traffic);
+// `whole_cuts`: also price each crossing place's cut as one set of ranks (docs/mapper.md, "Whole
+// cuts"), tighter where oversubscribed or ECMP tiers split jobs of up to three dims, at up to
+// about 0.3 s on one core; plan() leaves it out (its bound only stops refinement early), the
+// benchmark and `inspect` take it.
+double lower_bound(const Machine& machine, const Traffic& traffic, bool whole_cuts = true);
 
 // The machine and traffic plan() works on for a request (hosts sorted by name; the GPUs of each
 // host: bound_gpu when given, else its first tasks_per_host GPUs by NVML index), and each
