@@ -91,7 +91,7 @@ start_ctld() {
   rm -rf "$WORK/state"/* "$WORK/log/slurmctld.log"
   slurmctld -D -c -f "$SLURM_CONF" >"$WORK/log/slurmctld.out" 2>&1 &
   CTLD_PID=$!
-  for _ in $(seq 1 100); do
+  for _ in $(seq 1 300); do
     if scontrol ping >/dev/null 2>&1; then return 0; fi
     kill -0 "$CTLD_PID" 2>/dev/null || return 1
     sleep 0.2
@@ -186,7 +186,7 @@ check_tree() {  # $1 = label, rest = topo-aware fabric arguments
   local conf="$WORK/$label.conf"
   "$TA" fabric "$@" --of slurm-tree -o "$conf" || fail "$label: topo-aware fabric failed"
   write_slurm_conf topology/tree "$conf"
-  start_ctld || { tail -20 "$WORK/log/slurmctld.log" "$WORK/log/slurmctld.out" >&2; fail "$label: slurmctld did not start"; }
+  start_ctld || { tail -n 20 "$WORK/log/slurmctld.log" "$WORK/log/slurmctld.out" >&2; fail "$label: slurmctld did not start"; }
   scontrol show topology >"$WORK/$label.scontrol" || fail "$label: scontrol show topology failed"
   stop_ctld
   if grep -iE 'error:.*(topolog|switch)|fatal' "$WORK/log/slurmctld.log" >&2; then
