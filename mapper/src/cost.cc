@@ -1160,50 +1160,53 @@ std::vector<double> least_cut(const std::vector<long long>& n, const std::vector
   return h;
 }
 
-// P[c] for c = 0..cmax: cut vectors, counts p_d(A) of the d-groups (lines) a set A of c ranks
-// meets but does not hold whole, such that every A of c ranks has p(A) >= some vector of P[c] in
-// every dim: least_cut's counts without its convex hull, each vector one whole cut, never a
-// mixture of two. Pushing every d-line's members to its low end keeps p_d and raises no other
-// count: in a plane of d and e (other coordinates fixed) whose d-lines hold a_j members, the
-// e-lines cut afterwards are exactly max a - min a, and before, at least that many e-lines meet
-// the fullest d-line but not the emptiest. So it is enough to count down-sets, whose slices along
-// the outermost dim D nest, A_1 >= ... >= A_nD: p_D = |A_1| - |A_nD|, and the inner dims' counts
-// add up over the slices. Slices are taken in non-increasing size (their nesting not required),
-// p_D adding the step between neighbours; each P[c] keeps only vectors no other one is below.
-// `n` innermost first, at most kCutDims dims.
+// Dims the whole cuts (cut_vectors(), cut_case_bound()) take at most.
 constexpr std::size_t kCutDims = 3;
 using CutVector = std::array<std::int32_t, kCutDims>;
 
-// Keeps the vectors of `v` no other one is below in every dim (one of equal ones). `work` counts
-// the comparisons.
+// Whether some vector of `set` is at or below `v` in every one of the first `dims` dims; `work`
+// counts the comparisons.
+bool covered(const std::vector<CutVector>& set, const CutVector& v, std::size_t dims,
+             long long& work) {
+  work += static_cast<long long>(set.size()) + 1;
+  return std::any_of(set.begin(), set.end(), [&](const CutVector& u) {
+    for (std::size_t i = 0; i < dims; ++i) {
+      if (u[i] > v[i]) return false;
+    }
+    return true;
+  });
+}
+
+// Keeps the vectors of `v` no other one is below in every dim (one of equal ones).
 void pareto(std::vector<CutVector>& v, std::size_t dims, long long& work) {
   std::sort(v.begin(), v.end());
   v.erase(std::unique(v.begin(), v.end()), v.end());
   std::vector<CutVector> kept;
   for (const CutVector& x : v) {  // a vector below x sorts before it
-    work += static_cast<long long>(kept.size()) + 1;
-    const bool dominated = std::any_of(kept.begin(), kept.end(), [&](const CutVector& u) {
-      for (std::size_t i = 0; i < dims; ++i) {
-        if (u[i] > x[i]) return false;
-      }
-      return true;
-    });
-    if (!dominated) kept.push_back(x);
+    if (!covered(kept, x, dims, work)) kept.push_back(x);
   }
   v = std::move(kept);
 }
 
-// Work cut_vectors() may do (vectors made and compared): about 0.3 s on one core. Past it the
+// Work one cut_vectors() may do (vectors made and compared): about 0.3 s on one core. Past it the
 // whole cuts are not counted (the bound stays true, only less tight). Three dims over a place of
 // 128 ranks take up to some 160M; four or more have too many cuts that no other is below, and
 // are left out (kCutDims).
 constexpr long long kCutWork = 250'000'000;
 
-// P[c] for the c of `targets` (sorted, at most kCutSlots); empty past kCutWork. The slices of
-// each dim are walked largest first with the outer count held as w_D = x_1 (the first slice's
-// size), so that a set ends with p_D = w_D - x_n: then (s, x, w) is worth no less than (s, x', w')
-// when x >= x' and w <= w' (it may take every later slice the other may, to the same end), and
-// only such vectors are kept.
+// P[c] for the c of `targets` (sorted, at most kCutSlots; empty past kCutWork): cut vectors,
+// counts p_d(A) of the d-groups (lines) a set A of c ranks meets but does not hold whole, such
+// that every A of c ranks has p(A) >= some vector of P[c] in every dim: least_cut's counts without
+// its convex hull, each vector one whole cut, never a mixture of two. Pushing every d-line's
+// members to its low end keeps p_d and raises no other count: in a plane of d and e (other
+// coordinates fixed) whose d-lines hold a_j members, the e-lines cut afterwards are exactly
+// max a - min a, and before, at least that many e-lines meet the fullest d-line but not the
+// emptiest. So it is enough to count down-sets, whose slices along the outermost dim D nest,
+// A_1 >= ... >= A_nD: p_D = |A_1| - |A_nD|, and the inner dims' counts add up over the slices.
+// Slices are walked in non-increasing size (their nesting not required), the outer count held
+// as w_D = x_1 so that a set ends with p_D = w_D - x_n; then (s, x, w) is worth no less than
+// (s, x', w') when x >= x' and w <= w' (it may take every later slice the other may, to the same
+// end), and only vectors no other one covers are kept. `n` innermost first, at most kCutDims.
 std::vector<std::vector<CutVector>> cut_vectors(const std::vector<long long>& n,
                                                 const std::vector<long long>& targets) {
   const std::size_t dims = n.size();
@@ -1234,15 +1237,7 @@ std::vector<std::vector<CutVector>> cut_vectors(const std::vector<long long>& n,
           auto& cell = row[x];
           if (cell.empty()) continue;
           pareto(cell, dims, work);
-          std::erase_if(cell, [&](const CutVector& v) {
-            work += static_cast<long long>(seen.size());
-            return std::any_of(seen.begin(), seen.end(), [&](const CutVector& u) {
-              for (std::size_t i = 0; i < dims; ++i) {
-                if (u[i] > v[i]) return false;
-              }
-              return true;
-            });
-          });
+          std::erase_if(cell, [&](const CutVector& v) { return covered(seen, v, dims, work); });
           seen.insert(seen.end(), cell.begin(), cell.end());
         }
       }

@@ -454,7 +454,7 @@ Row run(const std::string& name, const Family& fam, const topology::Fabric& fabr
   {
     // The bound with whole cuts (plan() leaves them out to stay fast; the targets use the tighter).
     const Instance inst = make_instance(fabric, nodes, r);
-    row.lb = std::max(p.lower_bound, lower_bound(inst.machine, inst.traffic));
+    row.lb = lower_bound(inst.machine, inst.traffic);
   }
   if (all_orders) {
     long long count = 0;

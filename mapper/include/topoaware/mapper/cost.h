@@ -177,7 +177,7 @@ class IncrementalCost {
 // never above the optimum (checked against brute force in tests). docs/mapper.md derives it.
 // `whole_cuts`: also price each crossing place's cut as one set of ranks (docs/mapper.md, "Whole
 // cuts"), tighter where oversubscribed or ECMP tiers split jobs of up to three dims, at up to
-// about 0.3 s on one core; plan() leaves it out (its bound only stops refinement early), the
+// about 0.9 s on one core; plan() leaves it out (its bound only stops refinement early), the
 // benchmark and `inspect` take it.
 double lower_bound(const Machine& machine, const Traffic& traffic, bool whole_cuts = true);
 
