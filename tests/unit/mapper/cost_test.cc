@@ -1088,7 +1088,7 @@ TEST(CostTest, IslandWalkPricesATreesPartnerDomain) {
 
 // Two-island trees against brute force, where the island walk's partner floors decide: hosts of
 // 2 GPUs in NVLink domains of 2 or 3 hosts, 8 ranks on hosts lending 0-2 GPUs (islands of
-// uneven size), a layout with an all-reduce of 3 or 4 members beside another dim, random bytes
+// uneven size), a layout with an all-reduce of 2 to 4 members beside another dim, random bytes
 // per dim (so that either a tree or its partner's other dims can be what binds), NVLink fast or
 // slow, and each instance again with latency dominating. IslandWalkPricesATreesPartnerDomain is
 // one such instance worked by hand.
@@ -1121,5 +1121,20 @@ TEST(CostTest, IslandTreeBoundAtMostOptimumOnRandomInstances) {
   }
 }
 
+// Whole cuts at full size: 32 hosts of 8 GPUs under two 16-host leaves at 4:1, tp=8, cp=4, dp=8.
+// A leaf holds half the job, so it cuts all the DP groups, all the CP groups or all the TP
+// groups (docs/mapper.md, "Whole cuts"); the walk and the joint term alone price a mixture of
+// those cuts and stop at 1.6875 s. With the whole cuts the bound reaches topo's plan, which is
+// then optimal; plan()'s fast bound is the old one.
+TEST(CostTest, WholeCutsProveTopoOptimalOnTwoLeavesAtFourToOne) {
+  Small s = small(tiny(32, 16, 8, 4), std::vector<int>(32, 8), "tp=8,cp=4,dp=auto");
+  const Instance in = make_instance(s.fabric, s.nodes, s.request);
+  const RankPlan p = plan(s.fabric, s.nodes, s.request);
+  const double lb = lower_bound(in.machine, in.traffic);
+  EXPECT_LE(lb, p.cost.seconds);  // 1.9291 s, but for a few us of latency
+  EXPECT_GT(lb, p.cost.seconds * (1 - 1e-5));
+  EXPECT_LT(p.lower_bound, 0.9 * lb);  // 1.6875 s without them
+  EXPECT_LT(p.cost.seconds, p.block_cost.seconds);
+}
 }  // namespace
 }  // namespace topoaware::mapper
