@@ -797,6 +797,33 @@ std::vector<double> prefix_min(const std::vector<double>& v) {
   return p;
 }
 
+constexpr std::size_t kNoDim = static_cast<std::size_t>(-1);
+
+// Middle stages (docs/mapper.md, "Lower bound", middle stages). The walk speaks for a rank of
+// each dim that it cannot choose, so a pipeline's floor is an end stage's (one neighbour). A
+// pipeline of n >= 3 stages has W (n - 2) / n ranks in middle stages, each receiving from two
+// neighbours. Walked pipeline first from a middle-stage rank of the place, the product argument
+// holds with the pipeline's m the fewest over the place's middle-stage ranks alone: the bound
+// then takes the middle stage's floors, on any place that holds a middle stage. Given that bound
+// per place size (`by_size`: value, slots in places of that size), the largest value v such that
+// the places whose value is below v hold fewer slots than there are middle-stage ranks: some
+// middle stage sits on a place of value >= v.
+double middle_stage_bound(std::vector<std::pair<double, long long>> by_size, long long middle) {
+  std::sort(by_size.begin(), by_size.end());
+  double best = 0;
+  long long below = 0;  // slots of the places of smaller value
+  for (std::size_t i = 0; i < by_size.size();) {
+    std::size_t j = i;
+    long long slots = 0;
+    while (j < by_size.size() && by_size[j].first == by_size[i].first) slots += by_size[j++].second;
+    if (below >= middle) break;
+    best = by_size[i].first;
+    below += slots;
+    i = j;
+  }
+  return best;
+}
+
 // Ring and all-to-all members are alike: when a rank's place holds k < n members, the other
 // n - k sit on other places holding at most n - k each, and the dim takes at least as long as
 // those members' own bound. f[k-1] is the bound for k members on the rank's place.
@@ -871,10 +898,15 @@ double least_sum(const std::vector<std::vector<double>>& f, const std::vector<lo
 // node is one place of the walk's kind (a host; or an island, with island floors and kmax).
 // Walking hosts with NVLink domains, it may be a clique of several hosts, whose members of the
 // group need not be crowded on one host, and the partner floors are left out there.
+//
+// `loose`: a dim whose m is not the fewest over the place's ranks but over some of them (a
+// pipeline's middle stages, middle_stage_bound()): it counts in the product, but its lines need
+// not fit and it never closes the place.
 double least_sum_trees(const std::vector<std::vector<double>>& ring,
                        const std::vector<std::vector<double>>& any, const std::vector<long long>& n,
                        long long c, long long kmax, bool partners, bool full,
-                       const std::vector<std::vector<double>>* host_any = nullptr) {
+                       const std::vector<std::vector<double>>* host_any = nullptr,
+                       std::size_t loose = kNoDim) {
   std::vector<std::size_t> live;
   for (std::size_t d = 0; d < any.size(); ++d) {
     if (any[d].size() > 1 || (any[d].size() == 1 && any[d][0] > 0)) live.push_back(d);
@@ -896,7 +928,7 @@ double least_sum_trees(const std::vector<std::vector<double>>& ring,
   std::vector<long long> pick(any.size(), 1);
   auto finish = [&](long long whole) {
     for (std::size_t e : live) {
-      if (full && !lines_fit(c / whole, pick[e], n[e])) return;
+      if (full && e != loose && !lines_fit(c / whole, pick[e], n[e])) return;
     }
     std::fill(clamp.begin(), clamp.end(), 0.0);
     for (const auto& [d, q] : trees) {
@@ -921,7 +953,7 @@ double least_sum_trees(const std::vector<std::vector<double>>& ring,
     const long long nd = n[d];
     for (long long k = 1; k <= room && k <= static_cast<long long>(fa.size()); ++k) {
       long long w = whole;
-      if (k == nd) {
+      if (k == nd && d != loose) {
         w *= nd;
         if (full && c % w != 0) continue;  // a place closed under these holds a multiple of w
       }
@@ -1974,7 +2006,9 @@ double tree_case_bound(const Machine& m, const Traffic& t, const BoundMachine& b
 double level_latency_bound(const Machine& m, const Traffic& t, const BoundMachine& b,
                            const std::vector<std::vector<double>>& f,
                            const std::vector<std::vector<double>>& fr,
-                           const std::vector<long long>& sizes, bool full) {
+                           const std::vector<long long>& sizes, bool full,
+                           const std::vector<std::vector<double>>* partner_f = nullptr,
+                           std::size_t loose = kNoDim, long long middle = 0) {
   if (!full || b.has_domains) return 0;
   constexpr std::size_t kPlaceSizes = 32;
   double best = 0;
@@ -2024,10 +2058,24 @@ double level_latency_bound(const Machine& m, const Traffic& t, const BoundMachin
         }
       }
     }
-    for (long long c : place_sizes(slots, kPlaceSizes)) {
+    const std::vector<long long> counted = place_sizes(slots, kPlaceSizes);
+    std::map<long long, double> value;  // per place size; 0 where not searched
+    for (long long c : counted) {
       if (c > kCutSlots) break;  // the search grows with c; small switches are where it tells
-      best = std::max(best, least_sum_trees(ring, any, sizes, c, b.kmax, true, full, &f));
+      value[c] = least_sum_trees(ring, any, sizes, c, b.kmax, true, full,
+                                 partner_f ? partner_f : &f, loose);
     }
+    if (loose == kNoDim) {
+      for (const auto& [c, v] : value) best = std::max(best, v);
+      continue;
+    }
+    std::map<long long, long long> held;  // slots in places of each size
+    for (long long c : slots) held[c] += c;
+    std::vector<std::pair<double, long long>> by_size;
+    for (const auto& [c, n] : held) {
+      if (c > 0) by_size.emplace_back(value.count(c) ? value[c] : 0.0, n);
+    }
+    best = std::max(best, middle_stage_bound(by_size, middle));
   }
   return best;
 }
@@ -2137,6 +2185,38 @@ double lower_bound(const Machine& m, const Traffic& t, bool whole_cuts) {
   lb = std::max(lb, cut_case_bound(m, t, b, f, fr, fi, {}, cuts, lb, walk));
   lb = std::max(lb, tree_case_bound(m, t, b, f, fr, fi, sizes, full, cuts, walk));
   lb = std::max(lb, level_latency_bound(m, t, b, f, fr, sizes, full));
+  // Middle stages: the walk and the latency walk again with a pipeline's middle-stage floors.
+  std::size_t pipe = kNoDim;
+  for (std::size_t d = 0; d < D && pipe == kNoDim; ++d) {
+    const DimTraffic& dt = t.dims[d];
+    if (dt.pattern == Pattern::kPipeline && dt.size >= 3 && dt.bytes > 0) pipe = d;
+  }
+  if (full && pipe != kNoDim) {
+    const DimTraffic& dt = t.dims[pipe];
+    Floors fm = f;
+    const double cross = crossing_floor(dt, t.world, b);
+    for (std::size_t k = 1; k <= fm[pipe].size(); ++k) {
+      // Two neighbours' S; leaving the host, a step's network latency too (as `leaves` above).
+      const auto kk = static_cast<long long>(k);
+      double v = std::max(cross, pipe_stage(2, kk, b.has_domains, dt.bytes, b.nv, b.port));
+      if (!b.has_domains && kk < dt.size) v += dt.calls * (b.lat_network - b.lat_min) * 1e-6;
+      fm[pipe][k - 1] = std::max(fm[pipe][k - 1], v);
+    }
+    Floors fmr = fr;
+    fmr[pipe] = fm[pipe];
+    const long long middle = t.world * (dt.size - 2) / dt.size;
+    std::map<long long, long long> held;
+    for (long long c : b.host_slots) held[c] += c;
+    std::vector<std::pair<double, long long>> by_size;
+    for (const auto& [c, n] : held) {
+      if (c > 0) {
+        by_size.emplace_back(
+            least_sum_trees(fmr, fm, sizes, c, b.kmax, !b.has_domains, full, &f, pipe), n);
+      }
+    }
+    lb = std::max(lb, middle_stage_bound(by_size, middle));
+    lb = std::max(lb, level_latency_bound(m, t, b, fm, fmr, sizes, full, &f, pipe, middle));
+  }
   // The walk over islands with two-node trees priced as on hosts: a group that is a tree between
   // the rank's island and one other has its other n - k members there, in n - k distinct groups
   // of every other dim, so some rank of that island has at most island_kmax / (n - k) peers of
