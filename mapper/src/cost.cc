@@ -1238,16 +1238,30 @@ constexpr long long kCutWork = 250'000'000;
 // Slices are walked in non-increasing size (their nesting not required), the outer count held
 // as w_D = x_1 so that a set ends with p_D = w_D - x_n; then (s, x, w) is worth no less than
 // (s, x', w') when x >= x' and w <= w' (it may take every later slice the other may, to the same
-// end), and only vectors no other one covers are kept. `n` innermost first, at most kCutDims.
+// end), and only vectors no other one covers are kept. `n` innermost first; `coord`: each dim's
+// coordinate in the vectors, -1 for a dim whose cuts are not counted (a coordinate dropped from
+// every vector leaves a lower cover of the others).
+//
+// `pairs`: count an all-to-all's pairs split by A, sum over its lines of j (n - j) for j members
+// in A, instead of its cut lines (each pair sends S/n across; a cut line has j (n - j) >= n - 1).
+// Pushing members to the low end keeps the d-lines' counts and, in a plane of d and e, turns the
+// e-lines' counts into the conjugate of the d-lines', which majorizes any other arrangement's,
+// so the concave sum of j (n_e - j) does not grow: down-sets are still enough. In a down-set the
+// D-lines holding at least i members are |A_i|, so the sum is sum_i x_i (n - 2i + 1), added
+// slice by slice.
 std::vector<std::vector<CutVector>> cut_vectors(const std::vector<long long>& n,
+                                                const std::vector<int>& coord,
+                                                const std::vector<bool>& pairs,
                                                 const std::vector<long long>& targets) {
-  const std::size_t dims = n.size();
+  std::size_t dims = 0;  // coordinates the vectors use
+  for (int c : coord) dims = std::max(dims, static_cast<std::size_t>(c + 1));
   const long long cmax = targets.back();
   long long work = 0;
   std::vector<std::vector<CutVector>> h(2, std::vector<CutVector>{CutVector{}});  // 0 or 1 rank
   long long space = 1;
-  for (std::size_t k = 0; k < dims; ++k) {
-    const bool last = k + 1 == dims;
+  for (std::size_t k = 0; k < n.size(); ++k) {
+    const bool last = k + 1 == n.size();
+    const int at = coord[k];                                       // this dim's coordinate, or -1
     const long long inner = static_cast<long long>(h.size()) - 1;  // largest slice
     space = std::min(cmax, space * n[k]);
     // Whether a sum s, with `rest` slices of at most x still to come, can end on a size wanted.
@@ -1279,7 +1293,10 @@ std::vector<std::vector<CutVector>> cut_vectors(const std::vector<long long>& n,
       if (!wanted(x, x, n[k] - 1)) continue;
       auto& cell = g[static_cast<std::size_t>(x)][static_cast<std::size_t>(x)];
       cell = h[static_cast<std::size_t>(x)];
-      for (CutVector& v : cell) v[k] = static_cast<std::int32_t>(x);
+      if (at < 0) continue;
+      // The first slice: w_D = x_1, or its pairs term x_1 (n - 1).
+      const long long first = pairs[k] ? x * (n[k] - 1) : x;
+      for (CutVector& v : cell) v[static_cast<std::size_t>(at)] = static_cast<std::int32_t>(first);
     }
     for (long long j = 1; j < n[k]; ++j) {
       Table next(rows, std::vector<std::vector<CutVector>>(cols));
@@ -1291,10 +1308,14 @@ std::vector<std::vector<CutVector>> cut_vectors(const std::vector<long long>& n,
             if (!wanted(s + y, y, n[k] - 1 - j)) continue;
             const auto& add = h[static_cast<std::size_t>(y)];
             auto& to = next[static_cast<std::size_t>(s + y)][static_cast<std::size_t>(y)];
+            // Slice j + 1 of size y: its pairs term y (n - 2j - 1).
+            const auto term =
+                static_cast<std::int32_t>(at >= 0 && pairs[k] ? y * (n[k] - 2 * j - 1) : 0);
             for (const CutVector& a : from) {
               for (const CutVector& b : add) {
                 CutVector v{};
                 for (std::size_t i = 0; i < dims; ++i) v[i] = a[i] + b[i];
+                if (at >= 0) v[static_cast<std::size_t>(at)] += term;
                 to.push_back(v);
               }
             }
@@ -1312,7 +1333,7 @@ std::vector<std::vector<CutVector>> cut_vectors(const std::vector<long long>& n,
       auto& out = next_h[s];
       for (std::size_t x = 0; x < cols; ++x) {
         for (CutVector v : g[s][x]) {
-          v[k] -= static_cast<std::int32_t>(x);  // p_D = x_1 - x_n
+          if (at >= 0 && !pairs[k]) v[static_cast<std::size_t>(at)] -= static_cast<std::int32_t>(x);
           out.push_back(v);
         }
       }
@@ -1815,18 +1836,41 @@ double tree_chain_bound(const Traffic& t, const BoundMachine& b,
   return best;
 }
 
-// P[c] of cut_vectors(), per place size c, the counts in radix order.
-using CutSets = std::vector<std::vector<CutVector>>;
+// P[c] of cut_vectors(), per place size c, and per radix dim its coordinate in them (-1: not
+// counted) and what it counts: cut groups, or for all-to-alls of three or more the pairs term.
+struct CutSets {
+  std::vector<std::vector<CutVector>> sets;
+  std::vector<int> coord;
+  std::vector<bool> pairs;
+  // The bytes vector p makes radix dim i send out of the place, at least, a cut group sending
+  // `out` (CrossSetup::out); an all-to-all's pairs term times S / n.
+  double bytes_out(const CutVector& p, std::size_t i, const DimTraffic& dt, double out) const {
+    if (coord[i] < 0) return 0;
+    const double v = p[static_cast<std::size_t>(coord[i])];
+    return pairs[i] ? v * dt.bytes / static_cast<double>(dt.size) : v * out;
+  }
+};
 
 // The cut vectors of every place the crossing bounds count (cut_case_bound), once for each dim
 // peeled last (each is a lower cover of its own, and they differ: on `3tier-4:1/whole tp=8,cp=4`
 // the bound is 1.1238 s with DP outermost, 1.2043 s with CP or TP), or none where that bound
 // does not apply (not every slot holds a rank, no radix dims, too many of them).
 std::vector<CutSets> place_cut_vectors(const Machine& m, const Traffic& t, const BoundMachine& b,
-                                       bool full) {
+                                       bool full, std::size_t most_counted = kCutDims) {
   CrossSetup setup;
   if (!full || !cross_setup(m, t, b.host_slots, b.island_kmax, {}, &setup)) return {};
-  if (setup.radix.size() > kCutDims) return {};  // many cuts below none other: too slow
+  // Past kCutDims radix dims the cuts no other is below are too many (too slow): the heaviest
+  // (bytes a cut group sends out) are counted, the others peeled first and left uncounted, which
+  // drops a coordinate of every vector (still a lower cover of the counted ones).
+  const std::size_t dims = setup.n.size();
+  std::vector<std::size_t> by_weight(dims);
+  std::iota(by_weight.begin(), by_weight.end(), 0);
+  std::stable_sort(by_weight.begin(), by_weight.end(),
+                   [&](std::size_t x, std::size_t y) { return setup.out[x] > setup.out[y]; });
+  std::vector<bool> counted(dims, false);
+  for (std::size_t j = 0; j < std::min({dims, kCutDims, most_counted}); ++j) {
+    counted[by_weight[j]] = true;
+  }
   std::vector<long long> targets;
   for (const CrossTier& tier : setup.tiers) {
     targets.insert(targets.end(), tier.slots.begin(), tier.slots.end());
@@ -1834,24 +1878,35 @@ std::vector<CutSets> place_cut_vectors(const Machine& m, const Traffic& t, const
   std::sort(targets.begin(), targets.end());
   targets.erase(std::unique(targets.begin(), targets.end()), targets.end());
   std::vector<CutSets> all;
-  const std::size_t dims = setup.n.size();
   for (std::size_t last = 0; last < dims; ++last) {
-    std::vector<std::size_t> order;  // the others innermost first, then `last`
+    if (!counted[last]) continue;
+    // Uncounted dims innermost, then the counted others, then `last`.
+    std::vector<std::size_t> order;
     for (std::size_t i = 0; i < dims; ++i) {
-      if (i != last) order.push_back(i);
+      if (!counted[i]) order.push_back(i);
+    }
+    for (std::size_t i = 0; i < dims; ++i) {
+      if (counted[i] && i != last) order.push_back(i);
     }
     order.push_back(last);
-    std::vector<long long> n(dims);
-    for (std::size_t i = 0; i < dims; ++i) n[i] = setup.n[order[i]];
-    CutSets sets = cut_vectors(n, targets);
-    if (sets.empty()) continue;  // past the work cap
-    for (auto& set : sets) {
-      for (CutVector& v : set) {
-        CutVector w{};
-        for (std::size_t i = 0; i < dims; ++i) w[order[i]] = v[i];
-        v = w;
-      }
+    CutSets sets;
+    sets.coord.assign(dims, -1);
+    sets.pairs.assign(dims, false);
+    for (std::size_t i = 0, next = 0; i < dims; ++i) {
+      if (counted[i]) sets.coord[i] = static_cast<int>(next++);
+      const DimTraffic& dt = t.dims[setup.radix[i]];
+      sets.pairs[i] = dt.pattern == Pattern::kAllToAll && dt.size >= 3;
     }
+    std::vector<long long> n(dims);
+    std::vector<int> coord(dims);
+    std::vector<bool> pairs(dims);
+    for (std::size_t i = 0; i < dims; ++i) {
+      n[i] = setup.n[order[i]];
+      coord[i] = sets.coord[order[i]];
+      pairs[i] = sets.pairs[order[i]];
+    }
+    sets.sets = cut_vectors(n, coord, pairs, targets);
+    if (sets.sets.empty()) continue;  // past the work cap
     all.push_back(std::move(sets));
   }
   return all;
@@ -1884,11 +1939,14 @@ double cut_case_bound(const Machine& m, const Traffic& t, const BoundMachine& b,
       if (tier.cap[pl] <= 0 || !seen.emplace(c, scale).second) continue;
       double place = 0;  // the largest over the cut sets of their least walk
       for (const CutSets& sets : cuts) {
-        if (c >= std::ssize(sets)) continue;
+        if (c >= std::ssize(sets.sets)) continue;
+        auto out = [&](const CutVector& p, std::size_t i) {
+          return sets.bytes_out(p, i, t.dims[setup.radix[i]], setup.out[i]);
+        };
         std::vector<std::pair<double, const CutVector*>> order;  // cheapest raises first
-        for (const CutVector& p : sets[static_cast<std::size_t>(c)]) {
+        for (const CutVector& p : sets.sets[static_cast<std::size_t>(c)]) {
           double sum = 0;
-          for (std::size_t i : setup.live) sum += p[i] * setup.out[i] * scale;
+          for (std::size_t i : setup.live) sum += out(p, i) * scale;
           order.emplace_back(sum, &p);
         }
         if (order.empty()) continue;
@@ -1898,7 +1956,7 @@ double cut_case_bound(const Machine& m, const Traffic& t, const BoundMachine& b,
         for (const auto& [sum, p] : order) {
           std::vector<std::vector<double>> host = f, ring = fr, island = fi;
           for (std::size_t i : setup.live) {
-            const double g = (*p)[i] * setup.out[i] * scale;
+            const double g = out(*p, i) * scale;
             const std::size_t d = setup.radix[i];
             for (auto* v : {&host[d], &ring[d], &island[d]}) {
               for (double& y : *v) y = std::max(y, g);
@@ -2082,7 +2140,10 @@ double level_latency_bound(const Machine& m, const Traffic& t, const BoundMachin
 
 // Overlapping dims take at least as long as the slowest dim alone (its loads are part of the
 // combined ones) and as every byte over all egress together; latency terms still add up.
-double overlapped_lower_bound(const Machine& m, const Traffic& t, bool whole_cuts) {
+double bound(const Machine& m, const Traffic& t, bool whole_cuts, std::size_t counted);
+
+double overlapped_lower_bound(const Machine& m, const Traffic& t, bool whole_cuts,
+                              std::size_t counted) {
   Traffic one = t;
   one.overlap = false;
   one.matrix.clear();
@@ -2094,7 +2155,7 @@ double overlapped_lower_bound(const Machine& m, const Traffic& t, bool whole_cut
     one.dims.assign(t.dims.size(), DimTraffic{});
     one.dims[d] = dt;
     one.dims[d].calls = 0;
-    slowest = std::max(slowest, lower_bound(m, one, whole_cuts));
+    slowest = std::max(slowest, bound(m, one, whole_cuts, counted));
     const double steps = dt.pattern == Pattern::kRing ? 2.0 * (dt.size - 1.0) : 1.0;
     latency += dt.calls * steps * b.lat_min * 1e-6;
     const double nd = static_cast<double>(dt.size);
@@ -2108,11 +2169,10 @@ double overlapped_lower_bound(const Machine& m, const Traffic& t, bool whole_cut
   return std::max(slowest, bytes / b.total_egress) + latency;
 }
 
-}  // namespace
-
-double lower_bound(const Machine& m, const Traffic& t, bool whole_cuts) {
+// lower_bound(), its whole cuts counting at most `counted` dims.
+double bound(const Machine& m, const Traffic& t, bool whole_cuts, std::size_t counted) {
   if (m.slots.empty()) return 0;
-  if (t.overlap) return overlapped_lower_bound(m, t, whole_cuts);
+  if (t.overlap) return overlapped_lower_bound(m, t, whole_cuts, counted);
   const BoundMachine b = bound_machine(m);
   // Per dim, two families of floors, each combined with the crossing floor (valid for any
   // placement): f given the rank's host holds k of its group, fi given its island does.
@@ -2181,7 +2241,7 @@ double lower_bound(const Machine& m, const Traffic& t, bool whole_cuts) {
   lb = std::max(
       lb, joint_crossing_bound(m, t, f, fi, sizes, b.host_slots, b.island_slots, b.island_kmax));
   const std::vector<CutSets> cuts =
-      whole_cuts ? place_cut_vectors(m, t, b, full) : std::vector<CutSets>{};
+      whole_cuts ? place_cut_vectors(m, t, b, full, counted) : std::vector<CutSets>{};
   lb = std::max(lb, cut_case_bound(m, t, b, f, fr, fi, {}, cuts, lb, walk));
   lb = std::max(lb, tree_case_bound(m, t, b, f, fr, fi, sizes, full, cuts, walk));
   lb = std::max(lb, level_latency_bound(m, t, b, f, fr, sizes, full));
@@ -2232,6 +2292,16 @@ double lower_bound(const Machine& m, const Traffic& t, bool whole_cuts) {
     lb += bytes / b.total_egress;
   }
   return lb + fixed;
+}
+
+}  // namespace
+
+double lower_bound(const Machine& m, const Traffic& t, bool whole_cuts) {
+  return bound(m, t, whole_cuts, kCutDims);
+}
+
+double lower_bound_counting(const Machine& m, const Traffic& t, std::size_t counted) {
+  return bound(m, t, true, counted);
 }
 
 }  // namespace topoaware::mapper

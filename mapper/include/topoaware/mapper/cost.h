@@ -181,6 +181,11 @@ class IncrementalCost {
 // benchmark and `inspect` take it.
 double lower_bound(const Machine& machine, const Traffic& traffic, bool whole_cuts = true);
 
+// lower_bound() whose whole cuts count at most `counted` dims (the heaviest; 1 to 3), leaving the
+// others' cuts uncounted as they are on jobs of more than three: looser, still a bound. For tests
+// of that path on jobs small enough to check by brute force.
+double lower_bound_counting(const Machine& machine, const Traffic& traffic, std::size_t counted);
+
 // The machine and traffic plan() works on for a request (hosts sorted by name; the GPUs of each
 // host: bound_gpu when given, else its first tasks_per_host GPUs by NVML index), and each
 // task's slot in Slurm's block order. What the benchmark and `inspect` score assignments with.
