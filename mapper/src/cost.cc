@@ -1222,8 +1222,8 @@ void pareto(std::vector<CutVector>& v, std::size_t dims, long long& work) {
 
 // Work one cut_vectors() may do (vectors made and compared): about 0.3 s on one core. Past it the
 // whole cuts are not counted (the bound stays true, only less tight). Three dims over a place of
-// 128 ranks take up to some 160M; four or more have too many cuts that no other is below, and
-// are left out (kCutDims).
+// 128 ranks take up to some 160M; four or more have too many cuts that no other is below, so only
+// kCutDims of them are counted (place_cut_vectors).
 constexpr long long kCutWork = 250'000'000;
 
 // P[c] for the c of `targets` (sorted, at most kCutSlots; empty past kCutWork): cut vectors,

@@ -176,9 +176,9 @@ class IncrementalCost {
 // A lower bound on evaluate_seconds() over every assignment of ranks to the machine's slots:
 // never above the optimum (checked against brute force in tests). docs/mapper.md derives it.
 // `whole_cuts`: also price each crossing place's cut as one set of ranks (docs/mapper.md, "Whole
-// cuts"), tighter where oversubscribed or ECMP tiers split jobs of up to three dims, at up to
-// about 0.9 s on one core; plan() leaves it out (its bound only stops refinement early), the
-// benchmark and `inspect` take it.
+// cuts"), tighter where oversubscribed or ECMP tiers split a job (three of its dims counted), at
+// up to about 0.9 s on one core; plan() leaves it out (its bound only stops refinement early),
+// the benchmark and `inspect` take it.
 double lower_bound(const Machine& machine, const Traffic& traffic, bool whole_cuts = true);
 
 // lower_bound() whose whole cuts count at most `counted` dims (the heaviest; 1 to 3), leaving the
