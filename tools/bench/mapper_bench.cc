@@ -1058,12 +1058,22 @@ int main(int argc, char** argv) {
   if (rows.empty()) std::printf("\ntargets:\n  SKIP  suite targets (--scale-only)\n");
   if (!rows.empty()) {
     std::vector<double> t_lb, all_gain;
-    int worse_than_block = 0, scotch_n = 0, scotch_ok = 0, scotch_slower = 0;
+    int worse_than_block = 0, scotch_n = 0, scotch_ok = 0, scotch_slower = 0, bound_above = 0;
     double scotch_ms = 0, topo_ms = 0;
     for (const auto& r : rows) {
       t_lb.push_back(r.topo / r.lb);
       all_gain.push_back(1 - r.topo / r.block);
       if (r.topo > r.block * (1 + 1e-9)) ++worse_than_block;
+      // Every plan scored here is a placement: the bound may be above none of them.
+      for (double plan :
+           {r.block, r.random, r.scotch, r.topo, r.conf, r.conf_declared, r.best_order}) {
+        if (plan >= 0 && r.lb > plan * (1 + 1e-9)) {
+          ++bound_above;
+          std::printf("  bound %.6f above a plan scored %.6f: %s %s\n", r.lb, plan, r.name.c_str(),
+                      r.layout.c_str());
+          break;
+        }
+      }
       if (r.scotch >= 0) {
         ++scotch_n;
         if (r.topo <= r.scotch * (1 + 1e-9)) ++scotch_ok;
@@ -1179,6 +1189,10 @@ int main(int argc, char** argv) {
                 verdict(median(t_lb) <= 1.05), rows.size(), median(t_lb));
     std::printf("  %s  topo never worse than block: %d instances worse\n",
                 verdict(worse_than_block == 0), worse_than_block);
+    std::printf(
+        "  %s  lower bound never above a plan scored (block, random, Scotch, topo, conf): "
+        "%d instances above\n",
+        verdict(bound_above == 0), bound_above);
     for (const auto& l : lines) {
       std::printf(
           "  %s  %s: the plan from topology.conf + node capture (as read: non-blocking) within "
