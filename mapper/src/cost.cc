@@ -804,22 +804,26 @@ constexpr std::size_t kNoDim = static_cast<std::size_t>(-1);
 // pipeline of n >= 3 stages has W (n - 2) / n ranks in middle stages, each receiving from two
 // neighbours. Walked pipeline first from a middle-stage rank of the place, the product argument
 // holds with the pipeline's m the fewest over the place's middle-stage ranks alone: the bound
-// then takes the middle stage's floors, on any place that holds a middle stage. Given that bound
-// per place size (`by_size`: value, slots in places of that size), the largest value v such that
+// then takes the middle stage's floors, on any place that holds a middle stage. With `value(c)`
+// that bound on places of c slots (`slots`: every place's count), the largest value v such that
 // the places whose value is below v hold fewer slots than there are middle-stage ranks: some
 // middle stage sits on a place of value >= v.
-double middle_stage_bound(std::vector<std::pair<double, long long>> by_size, long long middle) {
+template <class Value>
+double middle_stage_bound(const std::vector<long long>& slots, long long middle,
+                          const Value& value) {
+  std::map<long long, long long> held;  // slots in the places of each size
+  for (long long c : slots) {
+    if (c > 0) held[c] += c;
+  }
+  std::vector<std::pair<double, long long>> by_size;
+  for (const auto& [c, n] : held) by_size.emplace_back(value(c), n);
   std::sort(by_size.begin(), by_size.end());
   double best = 0;
-  long long below = 0;  // slots of the places of smaller value
-  for (std::size_t i = 0; i < by_size.size();) {
-    std::size_t j = i;
-    long long slots = 0;
-    while (j < by_size.size() && by_size[j].first == by_size[i].first) slots += by_size[j++].second;
+  long long below = 0;  // slots of the places of smaller value (or equal: the same v then)
+  for (const auto& [v, n] : by_size) {
     if (below >= middle) break;
-    best = by_size[i].first;
-    below += slots;
-    i = j;
+    best = v;
+    below += n;
   }
   return best;
 }
@@ -1854,7 +1858,7 @@ struct CutSets {
 // The cut vectors of every place the crossing bounds count (cut_case_bound), once for each dim
 // peeled last (each is a lower cover of its own, and they differ: on `3tier-4:1/whole tp=8,cp=4`
 // the bound is 1.1238 s with DP outermost, 1.2043 s with CP or TP), or none where that bound
-// does not apply (not every slot holds a rank, no radix dims, too many of them).
+// does not apply (not every slot holds a rank, no radix dims, no tier to cross).
 std::vector<CutSets> place_cut_vectors(const Machine& m, const Traffic& t, const BoundMachine& b,
                                        bool full, std::size_t most_counted = kCutDims) {
   CrossSetup setup;
@@ -2127,13 +2131,10 @@ double level_latency_bound(const Machine& m, const Traffic& t, const BoundMachin
       for (const auto& [c, v] : value) best = std::max(best, v);
       continue;
     }
-    std::map<long long, long long> held;  // slots in places of each size
-    for (long long c : slots) held[c] += c;
-    std::vector<std::pair<double, long long>> by_size;
-    for (const auto& [c, n] : held) {
-      if (c > 0) by_size.emplace_back(value.count(c) ? value[c] : 0.0, n);
-    }
-    best = std::max(best, middle_stage_bound(by_size, middle));
+    best = std::max(best, middle_stage_bound(slots, middle, [&](long long c) {
+                      const auto it = value.find(c);
+                      return it == value.end() ? 0.0 : it->second;
+                    }));
   }
   return best;
 }
@@ -2265,16 +2266,10 @@ double bound(const Machine& m, const Traffic& t, bool whole_cuts, std::size_t co
     Floors fmr = fr;
     fmr[pipe] = fm[pipe];
     const long long middle = t.world * (dt.size - 2) / dt.size;
-    std::map<long long, long long> held;
-    for (long long c : b.host_slots) held[c] += c;
-    std::vector<std::pair<double, long long>> by_size;
-    for (const auto& [c, n] : held) {
-      if (c > 0) {
-        by_size.emplace_back(
-            least_sum_trees(fmr, fm, sizes, c, b.kmax, !b.has_domains, full, &f, pipe), n);
-      }
-    }
-    lb = std::max(lb, middle_stage_bound(by_size, middle));
+    lb = std::max(lb, middle_stage_bound(b.host_slots, middle, [&](long long c) {
+                    return least_sum_trees(fmr, fm, sizes, c, b.kmax, !b.has_domains, full, &f,
+                                           pipe);
+                  }));
     lb = std::max(lb, level_latency_bound(m, t, b, fm, fmr, sizes, full, &f, pipe, middle));
   }
   // The walk over islands with two-node trees priced as on hosts: a group that is a tree between
