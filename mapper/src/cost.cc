@@ -2120,9 +2120,8 @@ double level_latency_bound(const Machine& m, const Traffic& t, const BoundMachin
         }
       }
     }
-    const std::vector<long long> counted = place_sizes(slots, kPlaceSizes);
     std::map<long long, double> value;  // per place size; 0 where not searched
-    for (long long c : counted) {
+    for (long long c : place_sizes(slots, kPlaceSizes)) {
       if (c > kCutSlots) break;  // the search grows with c; small switches are where it tells
       value[c] = least_sum_trees(ring, any, sizes, c, b.kmax, true, full,
                                  partner_f ? partner_f : &f, loose);
