@@ -11,6 +11,7 @@
 #include <numeric>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "node_facts.h"
 #include "routing.h"
@@ -1362,8 +1363,9 @@ struct CrossSetup {
   std::vector<double> out;         // per radix index: bytes a cut group sends out of a place
   std::vector<std::size_t> live;   // radix indexes with bytes
   std::vector<CrossTier> tiers;
-  std::vector<std::vector<double>> ecmp;  // per tier and place: the least ECMP factor
-  long long cmax = 0;                     // most slots of a counted place
+  std::vector<std::vector<double>> flows;  // per tier and place: the most flows it can send up
+  std::uint32_t pieces = 1;                // the most pieces a flow is cut into
+  long long cmax = 0;                      // most slots of a counted place
 };
 
 bool cross_setup(const Machine& m, const Traffic& t, const std::vector<long long>& host_slots,
@@ -1406,31 +1408,55 @@ bool cross_setup(const Machine& m, const Traffic& t, const std::vector<long long
   // ECMP: a dim's time on a place's uplink is its exit load / cap times E(F, L), E falling as the
   // effective flow count F grows, and F is at most the flows the place's ranks can send up: per
   // rank one ring or tree hop to the next node, two pipeline neighbours, n-1 all-to-all peers,
-  // each cut into at most `pieces` (the most ports a GPU or a PXN relay has). The least such E
-  // over the dims scales the place's whole exit load (the flow matrix shares no dim's lanes).
+  // each cut into at most `pieces` (the most ports a GPU or a PXN relay has); the most over the
+  // dims is kept per place (ecmp_exit() prices the exit load with it).
   std::uint32_t pieces = 1;
   for (const Slot& sl : m.slots) pieces = std::max(pieces, sl.ports.count);
   for (const PortRange& r : m.relay_ranges) pieces = std::max(pieces, r.count);
-  s->ecmp.assign(s->tiers.size(), {});
+  s->pieces = pieces;
+  s->flows.assign(s->tiers.size(), {});
   for (std::size_t ti = 0; ti < s->tiers.size(); ++ti) {
     const CrossTier& tier = s->tiers[ti];
-    std::vector<double>& factor = s->ecmp[ti];
-    factor.assign(tier.slots.size(), 1.0);
+    s->flows[ti].assign(tier.slots.size(), 0.0);
     for (std::size_t b = 0; b < tier.slots.size(); ++b) {
       if (tier.links[b] <= 1) continue;
-      double least = static_cast<double>(tier.links[b]);
+      double most = 0;
       for (std::size_t i : s->live) {
         const DimTraffic& dt = t.dims[radix[i]];
         const double per_rank = dt.pattern == Pattern::kAllToAll   ? dt.size - 1.0
                                 : dt.pattern == Pattern::kPipeline ? 2.0
                                                                    : 1.0;
-        const double flows = static_cast<double>(tier.slots[b]) * per_rank * pieces;
-        least = std::min(least, internal::ecmp_factor(flows, tier.links[b]));
+        most = std::max(most, static_cast<double>(tier.slots[b]) * per_rank * pieces);
       }
-      factor[b] = least;
+      s->flows[ti][b] = most;
     }
   }
   return true;
+}
+
+// The least bytes one flow of a dim carries over the network (route_group(), route_flow(): a
+// flow is cut into at most `pieces` pieces): a ring's hop (V, or a two-node tree's S where nodes
+// of kmax slots allow one) shared by the `members` of its group on the sending node, an
+// all-to-all pair's S/n, a pipeline's S.
+double least_flow_bytes(const DimTraffic& dt, long long members, long long kmax,
+                        std::uint32_t pieces) {
+  const double p = static_cast<double>(pieces);
+  if (dt.pattern == Pattern::kAllToAll) return dt.bytes / static_cast<double>(dt.size) / p;
+  if (dt.pattern == Pattern::kPipeline) return dt.bytes / p;
+  return any_split_hop(dt, kmax) / static_cast<double>(std::max(1LL, members)) / p;
+}
+
+// A place's exit load on an ECMP tier times its expected worst link, at least. Each dim's time
+// there is its load u_d times E(F_d), F_d its effective flow count, at most the place's `most`
+// flows and, every flow carrying `least` bytes or more, at most u_d / least (F <= sum b / min b).
+// E never rises with F, so u E(min(most, max(1, u / least))) bounds each dim's term; it never
+// falls as u grows and its ratio to u never rises, so it is subadditive: the dims' terms
+// together are at least its value at their summed load, and at any floor h under that sum.
+double ecmp_exit(double h, double least, double most, std::uint32_t links) {
+  if (links <= 1 || h <= 0) return h;
+  double flows = most;
+  if (least > 0) flows = std::min(most, std::max(1.0, h / least));
+  return h * internal::ecmp_factor(flows, links);
 }
 
 // The joint crossing bound. For any theta in [0,1]^D, sum_d T_d = sum_d theta_d T_d +
@@ -1438,22 +1464,28 @@ bool cross_setup(const Machine& m, const Traffic& t, const std::vector<long long
 // theta, the second at least the crossing bound with each dim's bytes scaled by 1 - theta (each
 // part minimized over placements on its own). Every theta gives a true bound; a coordinate
 // search picks a good one. `f`, `fi`: the walk's host and island floors; `rings`, where given:
-// dims known to run no group as a two-node tree, so each group they cut sends V out.
-double joint_crossing_bound(const Machine& m, const Traffic& t,
-                            const std::vector<std::vector<double>>& f,
-                            const std::vector<std::vector<double>>& fi,
-                            const std::vector<long long>& sizes,
-                            const std::vector<long long>& host_slots,
-                            const std::vector<long long>& island_slots, long long kmax,
-                            const std::vector<bool>& rings = {}) {
+// dims known to run no group as a two-node tree, so each group they cut sends V out; `members`,
+// where given: per dim, the most members of one group any NCCL node holds (else its size, at
+// most kmax), which bounds how finely a ring's hop is cut into flows.
+double joint_crossing_bound(
+    const Machine& m, const Traffic& t, const std::vector<std::vector<double>>& f,
+    const std::vector<std::vector<double>>& fi, const std::vector<long long>& sizes,
+    const std::vector<long long>& host_slots, const std::vector<long long>& island_slots,
+    long long kmax, const std::vector<bool>& rings = {}, const std::vector<long long>& members = {},
+    std::vector<double>* seed = nullptr) {
   CrossSetup setup;
   if (!cross_setup(m, t, host_slots, kmax, rings, &setup)) return 0;
+  std::vector<double> flow(setup.radix.size(), 0.0);  // per radix index: least bytes of a flow
+  for (std::size_t i : setup.live) {
+    const std::size_t d = setup.radix[i];
+    const long long most = members.empty() ? std::min<long long>(t.dims[d].size, kmax) : members[d];
+    flow[i] = least_flow_bytes(t.dims[d], most, kmax, setup.pieces);
+  }
   const std::vector<std::size_t>& radix = setup.radix;
   const std::vector<long long>& n = setup.n;
   const std::vector<double>& out = setup.out;
   const std::vector<std::size_t>& live = setup.live;
   const std::vector<CrossTier>& tiers = setup.tiers;
-  const std::vector<std::vector<double>>& ecmp = setup.ecmp;
   const long long cmax = setup.cmax;
   constexpr std::size_t kPlaceSizes = 32;
   std::vector<std::vector<double>> fs = f, fis = fi;
@@ -1478,13 +1510,20 @@ double joint_crossing_bound(const Machine& m, const Traffic& t,
     } else {
       h = least_cut(n, w, cmax);
     }
+    // A dim's share (1 - theta_d) of its exit load u_d = (1 - theta_d) l_d has flows of at least
+    // flow_d bytes each, so F_d <= l_d / flow_d = u_d / ((1 - theta_d) flow_d) (ecmp_exit()).
+    double least = std::numeric_limits<double>::infinity();
+    for (std::size_t i : live) {
+      if (theta[i] < 1) least = std::min(least, (1 - theta[i]) * flow[i]);
+    }
     double cross = 0;
     for (std::size_t ti = 0; ti < tiers.size(); ++ti) {
       const CrossTier& tier = tiers[ti];
       double sum = 0;
       for (std::size_t b = 0; b < tier.slots.size(); ++b) {
-        // time_d >= this place's exit load / cap (x ECMP's least factor)
-        const double hb = h[static_cast<std::size_t>(tier.slots[b])] * ecmp[ti][b];
+        // time_d >= this place's exit load / cap (x ECMP's expected worst link)
+        const double load = h[static_cast<std::size_t>(tier.slots[b])];
+        const double hb = ecmp_exit(load, least, setup.flows[ti][b], tier.links[b]);
         sum += hb;
         cross = std::max(cross, hb / tier.cap[b]);
       }
@@ -1504,10 +1543,18 @@ double joint_crossing_bound(const Machine& m, const Traffic& t,
       same = g * 0.1;
     }
   }
-  // Where no common theta beats the walk alone the crossings cost less than the floors they
-  // would replace; the per-dim search (some 200 passes of least_cut) is then skipped.
-  if (same == 1.0) return best;
   std::fill(theta.begin(), theta.end(), same);
+  if (seed && seed->size() == theta.size()) {  // a start from a like search: it may do better
+    const double x = eval(*seed);
+    if (x > best) {
+      best = x;
+      theta = *seed;
+    }
+  } else if (same == 1.0) {
+    // Where no common theta beats the walk alone the crossings cost less than the floors they
+    // would replace; the per-dim search (some 200 passes of least_cut) is then skipped.
+    return best;
+  }
   for (int pass = 0; pass < 2; ++pass) {
     for (std::size_t i : live) {
       const double start = theta[i];
@@ -1530,6 +1577,7 @@ double joint_crossing_bound(const Machine& m, const Traffic& t,
       theta[i] = at;
     }
   }
+  if (seed) *seed = theta;
   return best;
 }
 
@@ -1930,27 +1978,40 @@ double cut_case_bound(const Machine& m, const Traffic& t, const BoundMachine& b,
                       const std::vector<std::vector<double>>& f,
                       const std::vector<std::vector<double>>& fr,
                       const std::vector<std::vector<double>>& fi, const std::vector<bool>& rings,
-                      const std::vector<CutSets>& cuts, double known, const Walk& walk) {
+                      const std::vector<CutSets>& cuts, double known, const Walk& walk,
+                      const std::vector<long long>& members = {}) {
   CrossSetup setup;
   if (cuts.empty() || !cross_setup(m, t, b.host_slots, b.island_kmax, rings, &setup)) return 0;
+  std::vector<double> flow(setup.radix.size(), 0.0);  // as in joint_crossing_bound()
+  for (std::size_t i : setup.live) {
+    const std::size_t d = setup.radix[i];
+    const long long most =
+        members.empty() ? std::min<long long>(t.dims[d].size, b.island_kmax) : members[d];
+    flow[i] = least_flow_bytes(t.dims[d], most, b.island_kmax, setup.pieces);
+  }
   double best = 0;
-  std::set<std::pair<long long, double>> seen;  // (slots, E / cap) of the places walked
+  // (slots, cap, ECMP links, most flows) of the places walked
+  std::set<std::tuple<long long, double, std::uint32_t, double>> seen;
   for (std::size_t ti = 0; ti < setup.tiers.size(); ++ti) {
     const CrossTier& tier = setup.tiers[ti];
     for (std::size_t pl = 0; pl < tier.slots.size(); ++pl) {
       const long long c = tier.slots[pl];
-      const double scale = setup.ecmp[ti][pl] / tier.cap[pl];
-      if (tier.cap[pl] <= 0 || !seen.emplace(c, scale).second) continue;
+      if (tier.cap[pl] <= 0 ||
+          !seen.emplace(c, tier.cap[pl], tier.links[pl], setup.flows[ti][pl]).second) {
+        continue;
+      }
       double place = 0;  // the largest over the cut sets of their least walk
       for (const CutSets& sets : cuts) {
         if (c >= std::ssize(sets.sets)) continue;
-        auto out = [&](const CutVector& p, std::size_t i) {
-          return sets.bytes_out(p, i, t.dims[setup.radix[i]], setup.out[i]);
+        // What dim i's exit load takes at least: each dim's flows apart (ecmp_exit()).
+        auto raise = [&](const CutVector& p, std::size_t i) {
+          const double out = sets.bytes_out(p, i, t.dims[setup.radix[i]], setup.out[i]);
+          return ecmp_exit(out, flow[i], setup.flows[ti][pl], tier.links[pl]) / tier.cap[pl];
         };
         std::vector<std::pair<double, const CutVector*>> order;  // cheapest raises first
         for (const CutVector& p : sets.sets[static_cast<std::size_t>(c)]) {
           double sum = 0;
-          for (std::size_t i : setup.live) sum += out(p, i) * scale;
+          for (std::size_t i : setup.live) sum += raise(p, i);
           order.emplace_back(sum, &p);
         }
         if (order.empty()) continue;
@@ -1960,7 +2021,7 @@ double cut_case_bound(const Machine& m, const Traffic& t, const BoundMachine& b,
         for (const auto& [sum, p] : order) {
           std::vector<std::vector<double>> host = f, ring = fr, island = fi;
           for (std::size_t i : setup.live) {
-            const double g = out(*p, i) * scale;
+            const double g = raise(*p, i);
             const std::size_t d = setup.radix[i];
             for (auto* v : {&host[d], &ring[d], &island[d]}) {
               for (double& y : *v) y = std::max(y, g);
@@ -2049,6 +2110,102 @@ double tree_case_bound(const Machine& m, const Traffic& t, const BoundMachine& b
                                              b.island_slots, b.island_kmax, rings));
     if (v < least) {  // the whole cuts can only raise it
       v = std::max(v, cut_case_bound(m, t, b, host, ring, island, rings, cuts, v, walk));
+    }
+    least = std::min(least, v);
+  }
+  return least;
+}
+
+// Hashed hops (ECMP). The crossing term prices an ECMP uplink at the most flows its place could
+// send, but a ring's hop leaves a node as one flow per member of its group there: cutting hops
+// finely takes many members of one group on a host, and their ranks then have few peers of the
+// other dims there. Split the placements, without NVLink domains (nodes are hosts), by kappa_d,
+// the most members of one d-group on any host, for each ring dim, in ranges [lo, hi]:
+// - no rank has more than hi, so the floors above hi never apply, and a flow of d carries at
+//   least its hop / (hi x pieces) (joint_crossing_bound()'s `members`);
+// - some rank has m_d in [lo, hi]: time_d >= the least floor of d there, and the rank has at
+//   most kmax / lo peers of each other dim e on its host (prod m <= c), so time_e >= the least
+//   floor of e up to that count.
+// Every placement falls in one case, so the least over cases of (walk, joint crossing term under
+// the case's floors) is a bound.
+template <class Walk>
+double ecmp_case_bound(const Machine& m, const Traffic& t, const BoundMachine& b,
+                       const std::vector<std::vector<double>>& f,
+                       const std::vector<std::vector<double>>& fr,
+                       const std::vector<std::vector<double>>& fi,
+                       const std::vector<long long>& sizes, const std::vector<CutSets>& cuts,
+                       const Walk& walk) {
+  if (b.has_domains) return 0;
+  CrossSetup setup;
+  if (!cross_setup(m, t, b.host_slots, b.island_kmax, {}, &setup)) return 0;
+  const bool hashed = std::any_of(setup.tiers.begin(), setup.tiers.end(), [](const CrossTier& x) {
+    return std::any_of(x.links.begin(), x.links.end(), [](std::uint32_t l) { return l > 1; });
+  });
+  if (!hashed) return 0;
+  struct Range {
+    long long lo, hi;
+  };
+  std::vector<std::size_t> split;          // ring dims
+  std::vector<std::vector<Range>> ranges;  // theirs: 1, 2, 3-4, 5-8, ... up to min(n, kmax)
+  std::size_t cases = 1;
+  for (std::size_t i : setup.live) {
+    const std::size_t d = setup.radix[i];
+    const long long top = std::min<long long>(t.dims[d].size, b.kmax);
+    if (t.dims[d].pattern != Pattern::kRing || top < 2) continue;
+    std::vector<Range> r{{1, 1}};
+    for (long long hi = 2; r.back().hi < top; hi *= 2) r.push_back({hi / 2 + 1, std::min(hi, top)});
+    cases *= r.size();
+    split.push_back(d);
+    ranges.push_back(std::move(r));
+  }
+  constexpr std::size_t kMostCases = 64;
+  if (split.empty() || cases > kMostCases) return 0;
+  constexpr double kNever = 1e9;  // seconds: a floor for counts no rank has
+  std::vector<long long> members(t.dims.size());
+  for (std::size_t d = 0; d < t.dims.size(); ++d) {
+    members[d] = std::min<long long>(t.dims[d].size, b.kmax);
+  }
+  const std::vector<std::size_t> radix = radix_dims(t);
+  // Each case's search for theta starts where the search over every placement ended.
+  std::vector<double> start;
+  joint_crossing_bound(m, t, f, fi, sizes, b.host_slots, b.island_slots, b.island_kmax, {}, {},
+                       &start);
+  double least = std::numeric_limits<double>::infinity();
+  for (std::size_t c = 0; c < cases; ++c) {
+    std::vector<std::vector<double>> host = f, ring = fr, island = fi;
+    std::vector<double> at_least(t.dims.size(), 0.0);
+    std::size_t rest = c;
+    for (std::size_t j = 0; j < split.size(); ++j) {
+      const Range r = ranges[j][rest % ranges[j].size()];
+      rest /= ranges[j].size();
+      const std::size_t d = split[j];
+      members[d] = r.hi;
+      for (auto* v : {&host[d], &ring[d], &island[d]}) {
+        for (std::size_t k = static_cast<std::size_t>(r.hi); k < v->size(); ++k) (*v)[k] = kNever;
+      }
+      double here = std::numeric_limits<double>::infinity();
+      for (long long k = r.lo; k <= r.hi; ++k) here = std::min(here, f[d][k - 1]);
+      at_least[d] = std::max(at_least[d], here);
+      const long long peers = b.kmax / r.lo;
+      for (std::size_t e : radix) {
+        if (e != d) {
+          at_least[e] =
+              std::max(at_least[e], prefix_min(f[e])[static_cast<std::size_t>(
+                                        std::min<long long>(peers, std::ssize(f[e])) - 1)]);
+        }
+      }
+    }
+    for (std::size_t d = 0; d < t.dims.size(); ++d) {
+      for (auto* v : {&host[d], &ring[d], &island[d]}) {
+        for (double& y : *v) y = std::max(y, at_least[d]);
+      }
+    }
+    std::vector<double> seed = start;
+    double v = std::max(walk(host, ring, island),
+                        joint_crossing_bound(m, t, host, island, sizes, b.host_slots,
+                                             b.island_slots, b.island_kmax, {}, members, &seed));
+    if (v < least) {  // the whole cuts can only raise it
+      v = std::max(v, cut_case_bound(m, t, b, host, ring, island, {}, cuts, v, walk, members));
     }
     least = std::min(least, v);
   }
@@ -2244,6 +2401,7 @@ double bound(const Machine& m, const Traffic& t, bool whole_cuts, std::size_t co
       whole_cuts ? place_cut_vectors(m, t, b, full, counted) : std::vector<CutSets>{};
   lb = std::max(lb, cut_case_bound(m, t, b, f, fr, fi, {}, cuts, lb, walk));
   lb = std::max(lb, tree_case_bound(m, t, b, f, fr, fi, sizes, full, cuts, walk));
+  lb = std::max(lb, ecmp_case_bound(m, t, b, f, fr, fi, sizes, cuts, walk));
   lb = std::max(lb, level_latency_bound(m, t, b, f, fr, sizes, full));
   // Middle stages: the walk and the latency walk again with a pipeline's middle-stage floors.
   std::size_t pipe = kNoDim;
