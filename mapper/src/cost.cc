@@ -2135,7 +2135,10 @@ double ecmp_case_bound(const Machine& m, const Traffic& t, const BoundMachine& b
                        const std::vector<std::vector<double>>& fi,
                        const std::vector<long long>& sizes, const std::vector<CutSets>& cuts,
                        const Walk& walk) {
-  if (b.has_domains) return 0;
+  if (b.has_domains ||
+      std::none_of(m.levels.begin(), m.levels.end(), [](const NetLevel& l) { return l.ecmp; })) {
+    return 0;
+  }
   CrossSetup setup;
   if (!cross_setup(m, t, b.host_slots, b.island_kmax, {}, &setup)) return 0;
   const bool hashed = std::any_of(setup.tiers.begin(), setup.tiers.end(), [](const CrossTier& x) {
