@@ -1435,15 +1435,15 @@ bool cross_setup(const Machine& m, const Traffic& t, const std::vector<long long
 }
 
 // The least bytes one flow of a dim carries over the network (route_group(), route_flow(): a
-// flow is cut into at most `pieces` pieces): a ring's hop (V, or a two-node tree's S where nodes
-// of kmax slots allow one) shared by the `members` of its group on the sending node, an
-// all-to-all pair's S/n, a pipeline's S.
-double least_flow_bytes(const DimTraffic& dt, long long members, long long kmax,
-                        std::uint32_t pieces) {
+// flow is cut into at most `pieces` pieces): a ring's hop shared by the `members` of its group on
+// the sending node (at most that many: V, or a two-node tree's S where two nodes of that many
+// hold the group), an all-to-all pair's S/n, a pipeline's S.
+double least_flow_bytes(const DimTraffic& dt, long long members, std::uint32_t pieces) {
   const double p = static_cast<double>(pieces);
   if (dt.pattern == Pattern::kAllToAll) return dt.bytes / static_cast<double>(dt.size) / p;
   if (dt.pattern == Pattern::kPipeline) return dt.bytes / p;
-  return any_split_hop(dt, kmax) / static_cast<double>(std::max(1LL, members)) / p;
+  members = std::max(1LL, members);
+  return any_split_hop(dt, members) / static_cast<double>(members) / p;
 }
 
 // A place's exit load on an ECMP tier times its expected worst link, at least. Each dim's time
@@ -1479,7 +1479,7 @@ double joint_crossing_bound(
   for (std::size_t i : setup.live) {
     const std::size_t d = setup.radix[i];
     const long long most = members.empty() ? std::min<long long>(t.dims[d].size, kmax) : members[d];
-    flow[i] = least_flow_bytes(t.dims[d], most, kmax, setup.pieces);
+    flow[i] = least_flow_bytes(t.dims[d], most, setup.pieces);
   }
   const std::vector<std::size_t>& radix = setup.radix;
   const std::vector<long long>& n = setup.n;
@@ -1987,7 +1987,7 @@ double cut_case_bound(const Machine& m, const Traffic& t, const BoundMachine& b,
     const std::size_t d = setup.radix[i];
     const long long most =
         members.empty() ? std::min<long long>(t.dims[d].size, b.island_kmax) : members[d];
-    flow[i] = least_flow_bytes(t.dims[d], most, b.island_kmax, setup.pieces);
+    flow[i] = least_flow_bytes(t.dims[d], most, setup.pieces);
   }
   double best = 0;
   // (slots, cap, ECMP links, most flows) of the places walked
@@ -2122,7 +2122,9 @@ double tree_case_bound(const Machine& m, const Traffic& t, const BoundMachine& b
 // other dims there. Split the placements, without NVLink domains (nodes are hosts), by kappa_d,
 // the most members of one d-group on any host, for each ring dim, in ranges [lo, hi]:
 // - no rank has more than hi, so the floors above hi never apply, and a flow of d carries at
-//   least its hop / (hi x pieces) (joint_crossing_bound()'s `members`);
+//   least its hop / (hi x pieces) (joint_crossing_bound()'s `members`); where 2 hi < n no two
+//   hosts hold a group, so d runs no group as a two-node tree: its floors are the ring's and
+//   each group a place cuts sends V out (`rings`);
 // - some rank has m_d in [lo, hi]: time_d >= the least floor of d there, and the rank has at
 //   most kmax / lo peers of each other dim e on its host (prod m <= c), so time_e >= the least
 //   floor of e up to that count.
@@ -2177,25 +2179,36 @@ double ecmp_case_bound(const Machine& m, const Traffic& t, const BoundMachine& b
   for (std::size_t c = 0; c < cases; ++c) {
     std::vector<std::vector<double>> host = f, ring = fr, island = fi;
     std::vector<double> at_least(t.dims.size(), 0.0);
-    std::size_t rest = c;
-    for (std::size_t j = 0; j < split.size(); ++j) {
-      const Range r = ranges[j][rest % ranges[j].size()];
+    std::vector<bool> rings(t.dims.size(), false);
+    std::vector<Range> in(split.size());
+    for (std::size_t j = 0, rest = c; j < split.size(); ++j) {
+      in[j] = ranges[j][rest % ranges[j].size()];
       rest /= ranges[j].size();
       const std::size_t d = split[j];
-      members[d] = r.hi;
-      for (auto* v : {&host[d], &ring[d], &island[d]}) {
-        for (std::size_t k = static_cast<std::size_t>(r.hi); k < v->size(); ++k) (*v)[k] = kNever;
-      }
-      double here = std::numeric_limits<double>::infinity();
-      for (long long k = r.lo; k <= r.hi; ++k) here = std::min(here, f[d][k - 1]);
-      at_least[d] = std::max(at_least[d], here);
-      const long long peers = b.kmax / r.lo;
-      for (std::size_t e : radix) {
-        if (e != d) {
-          at_least[e] =
-              std::max(at_least[e], prefix_min(f[e])[static_cast<std::size_t>(
-                                        std::min<long long>(peers, std::ssize(f[e])) - 1)]);
+      members[d] = in[j].hi;
+      if (2 * in[j].hi < t.dims[d].size) {  // no two hosts hold a group: rings, never trees
+        rings[d] = true;
+        host[d] = fr[d];
+        for (std::size_t k = 0; k < island[d].size() && k < fr[d].size(); ++k) {
+          island[d][k] = std::max(island[d][k], fr[d][k]);  // islands are hosts here
         }
+      }
+      for (auto* v : {&host[d], &ring[d], &island[d]}) {
+        for (std::size_t k = static_cast<std::size_t>(in[j].hi); k < v->size(); ++k) {
+          (*v)[k] = kNever;
+        }
+      }
+    }
+    for (std::size_t j = 0; j < split.size(); ++j) {
+      const std::size_t d = split[j];
+      double here = std::numeric_limits<double>::infinity();
+      for (long long k = in[j].lo; k <= in[j].hi; ++k) here = std::min(here, host[d][k - 1]);
+      at_least[d] = std::max(at_least[d], here);
+      const long long peers = b.kmax / in[j].lo;
+      for (std::size_t e : radix) {
+        if (e == d) continue;
+        const auto top = static_cast<std::size_t>(std::min<long long>(peers, std::ssize(host[e])));
+        at_least[e] = std::max(at_least[e], prefix_min(host[e])[top - 1]);
       }
     }
     for (std::size_t d = 0; d < t.dims.size(); ++d) {
@@ -2206,9 +2219,9 @@ double ecmp_case_bound(const Machine& m, const Traffic& t, const BoundMachine& b
     std::vector<double> seed = start;
     double v = std::max(walk(host, ring, island),
                         joint_crossing_bound(m, t, host, island, sizes, b.host_slots,
-                                             b.island_slots, b.island_kmax, {}, members, &seed));
+                                             b.island_slots, b.island_kmax, rings, members, &seed));
     if (v < least) {  // the whole cuts can only raise it
-      v = std::max(v, cut_case_bound(m, t, b, host, ring, island, {}, cuts, v, walk, members));
+      v = std::max(v, cut_case_bound(m, t, b, host, ring, island, rings, cuts, v, walk, members));
     }
     least = std::min(least, v);
   }

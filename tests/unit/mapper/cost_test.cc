@@ -1217,6 +1217,27 @@ TEST(CostTest, BoundCountsTheFlowsAnAllToAllCanHashOntoAnEcmpUplink) {
   EXPECT_GE(lb, best * (1 - 2e-4)) << "bound " << lb << " s, optimum " << best << " s";
 }
 
+// Which hops can be trees, by the members a host holds: four hosts of 2 GPUs, one 25 GB/s NIC
+// each, leaves of two hosts whose 100 GB/s uplinks hash onto 4 links. tp=2 x dp=4: block keeps
+// each TP pair on its host and runs DP as a ring over the four hosts (V = 1.5 S a hop); each
+// leaf sends 2 flows of V up, E(2 flows, 4 links) = 2.26, and that is optimal. The bound used to
+// price DP as a two-host tree (S a hop) with TP still inside hosts, which no placement is: a DP
+// group on two hosts takes 2 members a host, and a host of 2 GPUs then splits its TP pair. With
+// at most one member a host (the ECMP cases' kappa = 1) every DP group is a ring; with two, TP
+// leaves its hosts. The bound reaches the optimum (it was 5.01 s, 90%).
+TEST(CostTest, EcmpCasesSeeThatFewMembersAHostMakeRingsNotTrees) {
+  Small s = small(ecmp(tiny(4, 2, 2, 1), 1), {2, 2, 2, 2}, "tp=2,dp=4");
+  Instance in = make_instance(s.fabric, s.nodes, s.request);
+  ASSERT_EQ(in.machine.levels[0].uplink_links[0], 4u);
+  ASSERT_DOUBLE_EQ(in.machine.levels[0].uplink_gbps[0], 100.0);
+  const double best = brute_force(in);
+  EXPECT_NEAR(evaluate_seconds(in.machine, in.traffic, in.block_slot), best, best * 1e-12);
+  const double lb = lower_bound(in.machine, in.traffic);
+  EXPECT_LE(lb, best * (1 + 1e-12));
+  // Within a few microseconds, a spine's latency (the bound charges a leaf's).
+  EXPECT_GE(lb, best * (1 - 1e-5)) << "bound " << lb << " s, optimum " << best << " s";
+}
+
 TEST(CostModelTest, OverlappingDimsTakeTheBusiestResourceUnderAllOfThem) {
   // 2 hosts x 2 GPUs, tp=2 inside each host (a ring of 2: each GPU sends S_tp over 150 GB/s
   // NVLink) and dp=2 across (a two-host tree: each GPU sends S_dp through its 25 GB/s NIC). One
@@ -1349,5 +1370,6 @@ TEST(CostTest, WholeCutsProveTopoOptimalOnTwoLeavesAtFourToOne) {
   EXPECT_LT(p.lower_bound, 0.9 * lb);  // 1.6875 s without them
   EXPECT_LT(p.cost.seconds, p.block_cost.seconds);
 }
+
 }  // namespace
 }  // namespace topoaware::mapper
