@@ -789,6 +789,23 @@ FatTreeSpec vary(FatTreeSpec spec, std::mt19937_64& g, int one_in) {
   return spec;
 }
 
+// Tasks for the random draws: 6 or 8 ranks over the hosts in name order, each host whole or, one
+// time in `part_one_in`, a random part of it (none included); `world` receives the total.
+std::vector<int> draw_tasks(std::mt19937_64& g, const FatTreeSpec& spec, int part_one_in,
+                            int* world) {
+  auto below = [&](int n) { return static_cast<int>(g() % static_cast<std::uint64_t>(n)); };
+  std::vector<int> tasks;
+  *world = 0;
+  const int most = 6 + 2 * below(2);
+  for (int h = 0; h < spec.hosts && *world < most; ++h) {
+    int k = below(part_one_in) == 0 ? below(spec.gpus_per_host + 1) : spec.gpus_per_host;
+    k = std::min(k, most - *world);
+    tasks.push_back(k);
+    *world += k;
+  }
+  return tasks;
+}
+
 // Trees in the crossing term against brute force where they count: whole hosts of 2 or 4 GPUs
 // (8 ranks) under oversubscribed leaves, sometimes pods, rails, ECMP or two NICs, a layout with
 // an all-reduce of 3 or 4 members (tp, dp or both) in either order, random bytes per dim, and
@@ -873,15 +890,8 @@ TEST(CostTest, MiddleStageBoundAtMostOptimumOnRandomInstances) {
     if (below(3) == 0) spec = three_tier(spec, 2, 1 + below(3));
     spec = vary(spec, g, 4);
     if (below(5) == 0) spec = nvl(spec, 2 + below(2));
-    std::vector<int> tasks;
     int world = 0;
-    const int most = 6 + 2 * below(2);
-    for (int h = 0; h < spec.hosts && world < most; ++h) {
-      int k = below(3) == 0 ? below(gpus + 1) : gpus;
-      k = std::min(k, most - world);
-      tasks.push_back(k);
-      world += k;
-    }
+    const std::vector<int> tasks = draw_tasks(g, spec, 3, &world);
     std::vector<std::string> layouts;
     if (world % 3 == 0) layouts = {"pp=3,dp=auto", "tp=2,pp=3,dp=auto", "pp=3,tp=2,dp=auto"};
     if (world % 4 == 0) layouts = {"pp=4,dp=auto", "tp=2,pp=4,dp=auto", "pp=4,cp=2,dp=auto"};
@@ -922,15 +932,8 @@ TEST(CostTest, EcmpFlowBoundAtMostOptimumOnRandomInstances) {
     FatTreeSpec spec = tiny(8, 1 + below(3), gpus, 1 + below(3));
     if (below(3) == 0) spec = three_tier(spec, 2, 1 + below(3));
     spec = ecmp(vary(spec, g, 4), 1 + below(2));
-    std::vector<int> tasks;
     int world = 0;
-    const int most = 6 + 2 * below(2);
-    for (int h = 0; h < spec.hosts && world < most; ++h) {
-      int k = below(4) == 0 ? below(gpus + 1) : gpus;
-      k = std::min(k, most - world);
-      tasks.push_back(k);
-      world += k;
-    }
+    const std::vector<int> tasks = draw_tasks(g, spec, 4, &world);
     std::vector<std::string> layouts;
     if (world == 6) layouts = {"tp=2,dp=3", "tp=3,dp=2", "ep=3,dp=2", "cp=2,dp=3", "pp=2,dp=3"};
     if (world == 8) {
