@@ -1354,22 +1354,39 @@ std::vector<std::vector<CutVector>> cut_vectors(const std::vector<long long>& n,
 // bound took a third of all mapping time in the benchmark to tighten one row, 1.16 s to 1.30 s).
 constexpr long long kCutSlots = 128;
 
+// The least bytes one flow of a dim carries over the network (route_group(), route_flow(): a
+// flow is cut into at most `pieces` pieces): a ring's hop shared by the `members` of its group on
+// the sending node (at most that many: V, or a two-node tree's S where two nodes of that many
+// hold the group), an all-to-all pair's S/n, a pipeline's S.
+double least_flow_bytes(const DimTraffic& dt, long long members, std::uint32_t pieces) {
+  const double p = static_cast<double>(pieces);
+  if (dt.pattern == Pattern::kAllToAll) return dt.bytes / static_cast<double>(dt.size) / p;
+  if (dt.pattern == Pattern::kPipeline) return dt.bytes / p;
+  members = std::max(1LL, members);
+  return any_split_hop(dt, members) / static_cast<double>(members) / p;
+}
+
 // What the crossing bounds read off the machine and the traffic: the tiers whose exits count, the
-// bytes a cut group of each radix dim sends out of a place, and each place's ECMP factor. False
-// where no tier or no dim counts (or not every slot holds a rank).
+// bytes a cut group of each radix dim sends out of a place and the least bytes of one of its
+// flows, and the most flows each place can send up (ECMP). False where no tier or no dim counts
+// (or not every slot holds a rank).
 struct CrossSetup {
   std::vector<std::size_t> radix;  // radix_dims(), innermost first
   std::vector<long long> n;        // their sizes
   std::vector<double> out;         // per radix index: bytes a cut group sends out of a place
+  std::vector<double> flow;        // per radix index: least bytes of one flow (least_flow_bytes)
   std::vector<std::size_t> live;   // radix indexes with bytes
   std::vector<CrossTier> tiers;
   std::vector<std::vector<double>> flows;  // per tier and place: the most flows it can send up
-  std::uint32_t pieces = 1;                // the most pieces a flow is cut into
   long long cmax = 0;                      // most slots of a counted place
 };
 
+// `rings`, where given: dims known to run no group as a two-node tree, so each group a place cuts
+// sends V out; `members`, where given: per dim, the most members of one group any NCCL node holds
+// (else its size, at most kmax), which bounds how finely a ring's hop is cut into flows.
 bool cross_setup(const Machine& m, const Traffic& t, const std::vector<long long>& host_slots,
-                 long long kmax, const std::vector<bool>& rings, CrossSetup* s) {
+                 long long kmax, const std::vector<bool>& rings, CrossSetup* s,
+                 const std::vector<long long>& members = {}) {
   if (static_cast<long long>(m.slots.size()) != t.world) return false;  // every slot a rank
   s->radix = radix_dims(t);
   if (s->radix.empty()) return false;
@@ -1413,7 +1430,12 @@ bool cross_setup(const Machine& m, const Traffic& t, const std::vector<long long
   std::uint32_t pieces = 1;
   for (const Slot& sl : m.slots) pieces = std::max(pieces, sl.ports.count);
   for (const PortRange& r : m.relay_ranges) pieces = std::max(pieces, r.count);
-  s->pieces = pieces;
+  s->flow.assign(radix.size(), 0.0);
+  for (std::size_t i : s->live) {
+    const std::size_t d = radix[i];
+    const long long most = members.empty() ? std::min<long long>(t.dims[d].size, kmax) : members[d];
+    s->flow[i] = least_flow_bytes(t.dims[d], most, pieces);
+  }
   s->flows.assign(s->tiers.size(), {});
   for (std::size_t ti = 0; ti < s->tiers.size(); ++ti) {
     const CrossTier& tier = s->tiers[ti];
@@ -1434,18 +1456,6 @@ bool cross_setup(const Machine& m, const Traffic& t, const std::vector<long long
   return true;
 }
 
-// The least bytes one flow of a dim carries over the network (route_group(), route_flow(): a
-// flow is cut into at most `pieces` pieces): a ring's hop shared by the `members` of its group on
-// the sending node (at most that many: V, or a two-node tree's S where two nodes of that many
-// hold the group), an all-to-all pair's S/n, a pipeline's S.
-double least_flow_bytes(const DimTraffic& dt, long long members, std::uint32_t pieces) {
-  const double p = static_cast<double>(pieces);
-  if (dt.pattern == Pattern::kAllToAll) return dt.bytes / static_cast<double>(dt.size) / p;
-  if (dt.pattern == Pattern::kPipeline) return dt.bytes / p;
-  members = std::max(1LL, members);
-  return any_split_hop(dt, members) / static_cast<double>(members) / p;
-}
-
 // A place's exit load on an ECMP tier times its expected worst link, at least. Each dim's time
 // there is its load u_d times E(F_d), F_d its effective flow count, at most the place's `most`
 // flows and, every flow carrying `least` bytes or more, at most u_d / least (F <= sum b / min b).
@@ -1463,10 +1473,8 @@ double ecmp_exit(double h, double least, double most, std::uint32_t links) {
 // sum_d (1 - theta_d) T_d: the first part is at least the walk bound over the floors scaled by
 // theta, the second at least the crossing bound with each dim's bytes scaled by 1 - theta (each
 // part minimized over placements on its own). Every theta gives a true bound; a coordinate
-// search picks a good one. `f`, `fi`: the walk's host and island floors; `rings`, where given:
-// dims known to run no group as a two-node tree, so each group they cut sends V out; `members`,
-// where given: per dim, the most members of one group any NCCL node holds (else its size, at
-// most kmax), which bounds how finely a ring's hop is cut into flows.
+// search picks a good one. `f`, `fi`: the walk's host and island floors; `rings`, `members`: as
+// cross_setup() takes them; `seed`, where given: a theta to start from, and the best one found.
 double joint_crossing_bound(
     const Machine& m, const Traffic& t, const std::vector<std::vector<double>>& f,
     const std::vector<std::vector<double>>& fi, const std::vector<long long>& sizes,
@@ -1474,13 +1482,8 @@ double joint_crossing_bound(
     long long kmax, const std::vector<bool>& rings = {}, const std::vector<long long>& members = {},
     std::vector<double>* seed = nullptr) {
   CrossSetup setup;
-  if (!cross_setup(m, t, host_slots, kmax, rings, &setup)) return 0;
-  std::vector<double> flow(setup.radix.size(), 0.0);  // per radix index: least bytes of a flow
-  for (std::size_t i : setup.live) {
-    const std::size_t d = setup.radix[i];
-    const long long most = members.empty() ? std::min<long long>(t.dims[d].size, kmax) : members[d];
-    flow[i] = least_flow_bytes(t.dims[d], most, setup.pieces);
-  }
+  if (!cross_setup(m, t, host_slots, kmax, rings, &setup, members)) return 0;
+  const std::vector<double>& flow = setup.flow;
   const std::vector<std::size_t>& radix = setup.radix;
   const std::vector<long long>& n = setup.n;
   const std::vector<double>& out = setup.out;
@@ -1981,13 +1984,8 @@ double cut_case_bound(const Machine& m, const Traffic& t, const BoundMachine& b,
                       const std::vector<CutSets>& cuts, double known, const Walk& walk,
                       const std::vector<long long>& members = {}) {
   CrossSetup setup;
-  if (cuts.empty() || !cross_setup(m, t, b.host_slots, b.island_kmax, rings, &setup)) return 0;
-  std::vector<double> flow(setup.radix.size(), 0.0);  // as in joint_crossing_bound()
-  for (std::size_t i : setup.live) {
-    const std::size_t d = setup.radix[i];
-    const long long most =
-        members.empty() ? std::min<long long>(t.dims[d].size, b.island_kmax) : members[d];
-    flow[i] = least_flow_bytes(t.dims[d], most, setup.pieces);
+  if (cuts.empty() || !cross_setup(m, t, b.host_slots, b.island_kmax, rings, &setup, members)) {
+    return 0;
   }
   double best = 0;
   // (slots, cap, ECMP links, most flows) of the places walked
@@ -2006,7 +2004,7 @@ double cut_case_bound(const Machine& m, const Traffic& t, const BoundMachine& b,
         // What dim i's exit load takes at least: each dim's flows apart (ecmp_exit()).
         auto raise = [&](const CutVector& p, std::size_t i) {
           const double out = sets.bytes_out(p, i, t.dims[setup.radix[i]], setup.out[i]);
-          return ecmp_exit(out, flow[i], setup.flows[ti][pl], tier.links[pl]) / tier.cap[pl];
+          return ecmp_exit(out, setup.flow[i], setup.flows[ti][pl], tier.links[pl]) / tier.cap[pl];
         };
         std::vector<std::pair<double, const CutVector*>> order;  // cheapest raises first
         for (const CutVector& p : sets.sets[static_cast<std::size_t>(c)]) {
@@ -2122,14 +2120,14 @@ double tree_case_bound(const Machine& m, const Traffic& t, const BoundMachine& b
 // other dims there. Split the placements, without NVLink domains (nodes are hosts), by kappa_d,
 // the most members of one d-group on any host, for each ring dim, in ranges [lo, hi]:
 // - no rank has more than hi, so the floors above hi never apply, and a flow of d carries at
-//   least its hop / (hi x pieces) (joint_crossing_bound()'s `members`); where 2 hi < n no two
+//   least its hop / (hi x pieces) (cross_setup()'s `members`); where 2 hi < n no two
 //   hosts hold a group, so d runs no group as a two-node tree: its floors are the ring's and
 //   each group a place cuts sends V out (`rings`);
 // - some rank has m_d in [lo, hi]: time_d >= the least floor of d there, and the rank has at
 //   most kmax / lo peers of each other dim e on its host (prod m <= c), so time_e >= the least
 //   floor of e up to that count.
-// Every placement falls in one case, so the least over cases of (walk, joint crossing term under
-// the case's floors) is a bound.
+// Every placement falls in one case, so the least over cases of (walk, joint crossing term, whole
+// cuts, under the case's floors) is a bound.
 template <class Walk>
 double ecmp_case_bound(const Machine& m, const Traffic& t, const BoundMachine& b,
                        const std::vector<std::vector<double>>& f,
@@ -2170,7 +2168,7 @@ double ecmp_case_bound(const Machine& m, const Traffic& t, const BoundMachine& b
   for (std::size_t d = 0; d < t.dims.size(); ++d) {
     members[d] = std::min<long long>(t.dims[d].size, b.kmax);
   }
-  const std::vector<std::size_t> radix = radix_dims(t);
+  const std::vector<std::size_t>& radix = setup.radix;
   // Each case's search for theta starts where the search over every placement ended.
   std::vector<double> start;
   joint_crossing_bound(m, t, f, fi, sizes, b.host_slots, b.island_slots, b.island_kmax, {}, {},
