@@ -1606,6 +1606,13 @@ struct BoundMachine {
   std::vector<Bins> bins;
 };
 
+// What a dim's steps wait beyond the least latency once some group of it leaves an island: the
+// model charges a dim the latency of the highest level any of its flows reaches.
+double network_latency(const DimTraffic& dt, const BoundMachine& b) {
+  const double steps = dt.pattern == Pattern::kRing ? 2.0 * (dt.size - 1.0) : 1.0;
+  return dt.calls * steps * (b.lat_network - b.lat_min) * 1e-6;
+}
+
 BoundMachine bound_machine(const Machine& m) {
   BoundMachine b;
   b.nv = *std::max_element(m.slot_nvlink_gbps.begin(), m.slot_nvlink_gbps.end()) * kGB;
@@ -2019,8 +2026,10 @@ double cut_case_bound(const Machine& m, const Traffic& t, const BoundMachine& b,
         for (const auto& [sum, p] : order) {
           std::vector<std::vector<double>> host = f, ring = fr, island = fi;
           for (std::size_t i : setup.live) {
-            const double g = raise(*p, i);
             const std::size_t d = setup.radix[i];
+            // A group the place cuts leaves its island: the dim waits for the network too.
+            double g = raise(*p, i);
+            if (g > 0) g += network_latency(t.dims[d], b);
             for (auto* v : {&host[d], &ring[d], &island[d]}) {
               for (double& y : *v) y = std::max(y, g);
             }
@@ -2370,9 +2379,8 @@ double bound(const Machine& m, const Traffic& t, bool whole_cuts, std::size_t co
     const double steps = dt.pattern == Pattern::kRing ? 2.0 * (dt.size - 1.0) : 1.0;
     fixed += dt.calls * steps * b.lat_min * 1e-6;
     // A group that leaves its island reaches the network: the dim's every step then waits at
-    // least the network's least latency, not NVLink's (the model charges a dim the latency of
-    // the highest level any of its flows reaches). Without NVLink domains islands are hosts.
-    const double network = dt.calls * steps * (b.lat_network - b.lat_min) * 1e-6;
+    // least the network's least latency, not NVLink's. Without NVLink domains islands are hosts.
+    const double network = network_latency(dt, b);
     auto leaves = [&](std::vector<double>& floors) {  // k < n: the group leaves the place
       for (std::size_t k = 1; k <= floors.size() && static_cast<long long>(k) < dt.size; ++k) {
         floors[k - 1] += network;
@@ -2407,15 +2415,23 @@ double bound(const Machine& m, const Traffic& t, bool whole_cuts, std::size_t co
     }
     return v;
   };
+  // The latency walk above a switch holds under any true floors whose latency part is at most
+  // the network's least (every floor here: a bandwidth floor, plus that latency where the group
+  // leaves its island), so the cases below run it under their floors too (docs/mapper.md,
+  // "Latency under the cases").
+  auto walk_latency = [&](const Floors& host, const Floors& ring, const Floors& island) {
+    return std::max(walk(host, ring, island),
+                    level_latency_bound(m, t, b, host, ring, sizes, full));
+  };
   double lb = walk(f, fr, fi);
-  lb = std::max(lb, tree_chain_bound(t, b, f, fr, fi, full, walk));
+  lb = std::max(lb, tree_chain_bound(t, b, f, fr, fi, full, walk_latency));
   lb = std::max(
       lb, joint_crossing_bound(m, t, f, fi, sizes, b.host_slots, b.island_slots, b.island_kmax));
   const std::vector<CutSets> cuts =
       whole_cuts ? place_cut_vectors(m, t, b, full, counted) : std::vector<CutSets>{};
-  lb = std::max(lb, cut_case_bound(m, t, b, f, fr, fi, {}, cuts, lb, walk));
-  lb = std::max(lb, tree_case_bound(m, t, b, f, fr, fi, sizes, full, cuts, walk));
-  lb = std::max(lb, ecmp_case_bound(m, t, b, f, fr, fi, sizes, cuts, walk));
+  lb = std::max(lb, cut_case_bound(m, t, b, f, fr, fi, {}, cuts, lb, walk_latency));
+  lb = std::max(lb, tree_case_bound(m, t, b, f, fr, fi, sizes, full, cuts, walk_latency));
+  lb = std::max(lb, ecmp_case_bound(m, t, b, f, fr, fi, sizes, cuts, walk_latency));
   lb = std::max(lb, level_latency_bound(m, t, b, f, fr, sizes, full));
   // Middle stages: the walk and the latency walk again with a pipeline's middle-stage floors.
   std::size_t pipe = kNoDim;
