@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bitset>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -843,21 +844,61 @@ void raise_by_other_members(std::vector<double>& f, long long n) {
 }
 
 // Whether a place can have m as the fewest members of a dim's group (of n) that a rank on it
-// finds there: the dim's groups cut the place's ranks into lines, one of m and the others of m
-// to n each, so the rest, `rest` = (ranks on the place) - m, is a sum of such counts. The ranks
+// finds there, and what its lines cost: the dim's groups cut the place's ranks into lines, one of
+// m and the others of m to n each, so the rest, `ranks` - m, is a sum of such counts. The ranks
 // counted are those of the place's quotient by the dims it holds whole (c over their sizes'
-// product): the lines there have the same counts.
-bool lines_fit(long long ranks, long long m, long long n) {
-  if (m >= n) return true;
+// product): the lines there have the same counts. A line of j members holds ranks with j members
+// of their group on the place, so the dim takes at least f[j-1] (f: the dim's floors for the
+// place's kind). Returns the least, over the ways to cut the rest into lines, of the largest
+// floor among all lines, f[m-1] included, or -1 where no way exists: a place of 9 ranks in the
+// quotient cuts tp=4 into lines of 2 and more only with one of 3.
+double place_lines_floor(const std::vector<double>& f, long long ranks, long long m, long long n) {
+  const double own = f[static_cast<std::size_t>(m - 1)];
+  if (m >= n) return own;
   const long long rest = ranks - m;
-  if (rest < 0) return false;
-  return rest == 0 || (rest + n - 1) / n <= rest / m;  // t lines of m..n: some t with tm<=rest<=tn
+  if (rest < 0) return -1;
+  if (rest == 0) return own;
+  const long long top = std::min({n, static_cast<long long>(f.size()), rest});
+  // Whether lines of the counts whose floor is at most v make up the rest (every multiple of
+  // each count by doubling shifts; a set of sums up to 255, else a plain table).
+  auto make_up = [&](double v) {
+    if (rest < 256) {
+      std::bitset<256> reach;
+      reach[0] = true;
+      for (long long j = m; j <= top; ++j) {
+        if (f[static_cast<std::size_t>(j - 1)] > v) continue;
+        for (long long step = j; step <= rest; step *= 2) {
+          reach |= reach << static_cast<std::size_t>(step);
+        }
+      }
+      return static_cast<bool>(reach[static_cast<std::size_t>(rest)]);
+    }
+    std::vector<char> reach(static_cast<std::size_t>(rest + 1), 0);
+    reach[0] = 1;
+    for (long long x = 1; x <= rest; ++x) {
+      for (long long j = m; j <= std::min(top, x) && !reach[static_cast<std::size_t>(x)]; ++j) {
+        reach[static_cast<std::size_t>(x)] =
+            f[static_cast<std::size_t>(j - 1)] <= v && reach[static_cast<std::size_t>(x - j)];
+      }
+    }
+    return reach[static_cast<std::size_t>(rest)] != 0;
+  };
+  if (make_up(own)) return own;  // the usual case: no line costs more than the fewest's
+  if (!make_up(std::numeric_limits<double>::infinity())) return -1;
+  // The least v that makes it up is one of the counts' floors above `own`.
+  double best = std::numeric_limits<double>::infinity();
+  for (long long j = m; j <= top; ++j) {
+    const double v = f[static_cast<std::size_t>(j - 1)];
+    if (v > own && v < best && make_up(v)) best = v;
+  }
+  return best;
 }
 
 // The least sum_d f_d(m_d) over vectors with 1 <= m_d <= |f_d| and prod_d m_d <= c, where, when
 // the place's c slots all hold ranks (`full`), the dims with m_d = n_d (the whole group on the
-// place) have a product of sizes dividing c and each m_d fits the place's lines (lines_fit; the
-// walk argument in docs/mapper.md). Dims whose f is a single zero constrain nothing.
+// place) have a product of sizes dividing c and each m_d fits the place's lines, each dim then
+// taking the larger of f_d(m_d) and its other lines' floor (place_lines_floor; the walk
+// argument in docs/mapper.md). Dims whose f is a single zero constrain nothing.
 double least_sum(const std::vector<std::vector<double>>& f, const std::vector<long long>& n,
                  long long c, bool full) {
   std::vector<std::size_t> live;
@@ -872,10 +913,14 @@ double least_sum(const std::vector<std::vector<double>>& f, const std::vector<lo
                     double sum) -> void {
     if (sum >= best) return;
     if (i == live.size()) {
+      double total = sum;
       for (std::size_t j = 0; full && j < live.size(); ++j) {
-        if (!lines_fit(c / whole, pick[j], n[live[j]])) return;
+        const auto& fj = f[live[j]];
+        const double lines = place_lines_floor(fj, c / whole, pick[j], n[live[j]]);
+        if (lines < 0) return;
+        total += lines - fj[static_cast<std::size_t>(pick[j] - 1)];
       }
-      best = sum;
+      best = std::min(best, total);
       return;
     }
     const auto& fd = f[live[i]];
@@ -932,10 +977,13 @@ double least_sum_trees(const std::vector<std::vector<double>>& ring,
   std::vector<std::pair<std::size_t, long long>> trees;  // (dim, n - k) of tree choices
   std::vector<long long> pick(any.size(), 1);
   auto finish = [&](long long whole) {
-    for (std::size_t e : live) {
-      if (full && e != loose && !lines_fit(c / whole, pick[e], n[e])) return;
-    }
     std::fill(clamp.begin(), clamp.end(), 0.0);
+    for (std::size_t e : live) {  // the place's other lines, at their least floors (any)
+      if (!full || e == loose) continue;
+      const double lines = place_lines_floor(any[e], c / whole, pick[e], n[e]);
+      if (lines < 0) return;
+      clamp[e] = lines;
+    }
     for (const auto& [d, q] : trees) {
       for (std::size_t e : live) {
         if (partners && e != d) clamp[e] = std::max(clamp[e], g(e, q));
@@ -2399,8 +2447,9 @@ double bound(const Machine& m, const Traffic& t, bool whole_cuts, std::size_t co
   // 1 (at least m_1 choices), then dim 2 (m_2 choices each), ... reaches prod_d m_d distinct
   // ranks of S, so prod_d m_d <= c. Where m_d = n_d for every d of a set F, S is closed under
   // moves in F: a union of F-cosets of prod_F n_d ranks each, so prod_F n_d divides c. And d's
-  // groups cut S into lines of m_d..n_d ranks, one of m_d (lines_fit). Minimize sum_d f_d(m_d)
-  // under the three; every place gives a true bound, so take the largest.
+  // groups cut S into lines of m_d..n_d ranks, one of m_d, and a line of j members charges its
+  // dim f_d(j) too (place_lines_floor). Minimize sum_d f_d(m_d) under the three, each dim at
+  // least its other lines' floor; every place gives a true bound, so take the largest.
   std::vector<long long> sizes(D);
   for (std::size_t d = 0; d < D; ++d) sizes[d] = t.dims[d].size;
   constexpr std::size_t kPlaceSizes = 32;

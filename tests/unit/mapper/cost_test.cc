@@ -576,6 +576,31 @@ TEST(CostTest, WalkKnowsWhichFewestMembersAPlaceCanHold) {
   EXPECT_LE(lb, best * (1 + 1e-12));
 }
 
+// The walk's other lines. Hosts of 5 GPUs lending 5, 5 and 2; tp=4 x dp=3 (12 ranks), DP all
+// but free. A full host's 5 ranks fall into tp groups as 4 + 1, 3 + 2, 3 + 1 + 1, 2 + 2 + 1, ...:
+// 5 is odd, so some line holds 1 or 3, and a line of 3 leaves the group's fourth member alone on
+// another host. So some tp member is alone on its host and sends at least S through its one 25
+// GB/s port (a two-host tree: S each way). The fewest members a rank finds there may be 2
+// (3 + 2), and the walk charged that rank's 2 + 2 tree, S / (2 port); a line of 2 beside one of
+// 3 now charges the line of 3. Block order is optimal: tp groups 4 | 1 + 3 | 2 + 2 over the hosts.
+TEST(CostTest, WalkChargesThePlacesOtherLinesTheirFloors) {
+  Small s = small(tiny(3, 3, 5, 1), {5, 5, 2}, "tp=4,dp=3");
+  Instance in = make_instance(s.fabric, s.nodes, s.request);
+  double S = 0;
+  for (auto& d : in.traffic.dims) {
+    if (d.name == "tp") S = d.bytes;
+    if (d.name == "dp") d.bytes = 1;
+    d.calls = 0;
+  }
+  ASSERT_GT(S, 0);
+  const double alone = S / 25e9;
+  const double block = evaluate_seconds(in.machine, in.traffic, in.block_slot);
+  EXPECT_NEAR(block, alone, alone * 1e-3);  // DP's byte and NVLink add next to nothing
+  const double lb = lower_bound(in.machine, in.traffic);
+  EXPECT_GE(lb, alone * (1 - 1e-9)) << "a line of 2 beside one of 3 charged as a 2 + 2 tree";
+  EXPECT_LE(lb, block * (1 + 1e-12));
+}
+
 // The joint crossing bound: instances where a leaf cannot hold whole groups of two heavy dims at
 // once (oversubscribed leaves, rings, all-to-all and pipelines, three tiers, fragments, NVLink
 // domains straddling leaves). The bound alone against brute force.
