@@ -858,7 +858,15 @@ double place_lines_floor(const std::vector<double>& f, long long ranks, long lon
   const long long rest = ranks - m;
   if (rest < 0) return -1;
   if (rest == 0) return own;
+  if (rest % m == 0) return own;  // lines of m alone
   const long long top = std::min({n, static_cast<long long>(f.size()), rest});
+  bool dearer = false;  // some count's floor above the fewest's
+  for (long long j = m + 1; j <= top && !dearer; ++j) {
+    dearer = f[static_cast<std::size_t>(j - 1)] > own;
+  }
+  if (!dearer) {  // t lines of m..top: some t with t m <= rest <= t top
+    return (rest + top - 1) / top <= rest / m ? own : -1;
+  }
   // Whether lines of the counts whose floor is at most v make up the rest (every multiple of
   // each count by doubling shifts; a set of sums up to 255, else a plain table).
   auto make_up = [&](double v) {
