@@ -159,6 +159,11 @@ struct DimResult {
   double bw_seconds = 0;
 };
 
+// Latency steps of one call of a dim: a ring's 2 (n - 1), one for an all-to-all or a stage's send.
+double latency_steps(const DimTraffic& d) {
+  return d.pattern == Pattern::kRing ? 2.0 * (d.size - 1.0) : 1.0;
+}
+
 // Routes one dim's groups; `finish`: ends the dim (its bandwidth time, loads cleared), else the
 // loads stay for the dims that overlap it and only the latency term is returned.
 DimResult route_dim(Router& router, const Machine& m, const DimTraffic& d,
@@ -191,8 +196,8 @@ DimResult route_dim(Router& router, const Machine& m, const DimTraffic& d,
     }
   }
   if (finish) r.bw_seconds = router.finish_dim(&r.worst);
-  double steps = d.pattern == Pattern::kRing ? 2.0 * static_cast<double>(n - 1) : 1.0;
-  r.seconds = r.bw_seconds + d.calls * steps * internal::reach_latency_us(m, reached_max) * 1e-6;
+  r.seconds =
+      r.bw_seconds + d.calls * latency_steps(d) * internal::reach_latency_us(m, reached_max) * 1e-6;
   return r;
 }
 
@@ -864,35 +869,25 @@ double place_lines_floor(const std::vector<double>& f, long long ranks, long lon
   for (long long j = m + 1; j <= top && !dearer; ++j) {
     dearer = f[static_cast<std::size_t>(j - 1)] > own;
   }
-  if (!dearer) {  // t lines of m..top: some t with t m <= rest <= t top
-    return (rest + top - 1) / top <= rest / m ? own : -1;
-  }
-  // Whether lines of the counts whose floor is at most v make up the rest (every multiple of
-  // each count by doubling shifts; a set of sums up to 255, else a plain table).
+  const bool fit = (rest + top - 1) / top <= rest / m;  // t lines of m..top: t m <= rest <= t top
+  // Past a set of 256 sums the count alone decides: a weaker floor, never a wrong one (the walks'
+  // places hold at most 128 slots, islands aside).
+  if (!dearer || rest >= 256) return fit ? own : -1;
+  // Whether lines of the counts whose floor is at most v make up the rest: every multiple of
+  // each count, by doubling shifts of the set of sums.
   auto make_up = [&](double v) {
-    if (rest < 256) {
-      std::bitset<256> reach;
-      reach[0] = true;
-      for (long long j = m; j <= top; ++j) {
-        if (f[static_cast<std::size_t>(j - 1)] > v) continue;
-        for (long long step = j; step <= rest; step *= 2) {
-          reach |= reach << static_cast<std::size_t>(step);
-        }
-      }
-      return static_cast<bool>(reach[static_cast<std::size_t>(rest)]);
-    }
-    std::vector<char> reach(static_cast<std::size_t>(rest + 1), 0);
-    reach[0] = 1;
-    for (long long x = 1; x <= rest; ++x) {
-      for (long long j = m; j <= std::min(top, x) && !reach[static_cast<std::size_t>(x)]; ++j) {
-        reach[static_cast<std::size_t>(x)] =
-            f[static_cast<std::size_t>(j - 1)] <= v && reach[static_cast<std::size_t>(x - j)];
+    std::bitset<256> reach;
+    reach[0] = true;
+    for (long long j = m; j <= top; ++j) {
+      if (f[static_cast<std::size_t>(j - 1)] > v) continue;
+      for (long long step = j; step <= rest; step *= 2) {
+        reach |= reach << static_cast<std::size_t>(step);
       }
     }
-    return reach[static_cast<std::size_t>(rest)] != 0;
+    return static_cast<bool>(reach[static_cast<std::size_t>(rest)]);
   };
-  if (make_up(own)) return own;  // the usual case: no line costs more than the fewest's
-  if (!make_up(std::numeric_limits<double>::infinity())) return -1;
+  if (!fit) return -1;
+  if (make_up(own)) return own;  // no line need cost more than the fewest's
   // The least v that makes it up is one of the counts' floors above `own`.
   double best = std::numeric_limits<double>::infinity();
   for (long long j = m; j <= top; ++j) {
@@ -1665,8 +1660,7 @@ struct BoundMachine {
 // What a dim's steps wait beyond the least latency once some group of it leaves an island: the
 // model charges a dim the latency of the highest level any of its flows reaches.
 double network_latency(const DimTraffic& dt, const BoundMachine& b) {
-  const double steps = dt.pattern == Pattern::kRing ? 2.0 * (dt.size - 1.0) : 1.0;
-  return dt.calls * steps * (b.lat_network - b.lat_min) * 1e-6;
+  return dt.calls * latency_steps(dt) * (b.lat_network - b.lat_min) * 1e-6;
 }
 
 BoundMachine bound_machine(const Machine& m) {
@@ -2328,8 +2322,7 @@ double level_latency_bound(const Machine& m, const Traffic& t, const BoundMachin
         ring[d] = any[d] = {0.0};
         continue;
       }
-      const double steps = dt.pattern == Pattern::kRing ? 2.0 * (dt.size - 1.0) : 1.0;
-      const double extra = dt.calls * steps * (above - b.lat_network) * 1e-6;
+      const double extra = dt.calls * latency_steps(dt) * (above - b.lat_network) * 1e-6;
       const std::vector<double> f_min = prefix_min(f[d]), fr_min = prefix_min(fr[d]);
       const auto kcap = static_cast<std::size_t>(std::min<long long>(dt.size, cmax));
       ring[d].resize(kcap);
@@ -2392,8 +2385,7 @@ double overlapped_lower_bound(const Machine& m, const Traffic& t, bool whole_cut
     one.dims[d] = dt;
     one.dims[d].calls = 0;
     slowest = std::max(slowest, bound(m, one, whole_cuts, counted));
-    const double steps = dt.pattern == Pattern::kRing ? 2.0 * (dt.size - 1.0) : 1.0;
-    latency += dt.calls * steps * b.lat_min * 1e-6;
+    latency += dt.calls * latency_steps(dt) * b.lat_min * 1e-6;
     const double nd = static_cast<double>(dt.size);
     bytes += dt.pattern == Pattern::kRing
                  ? static_cast<double>(t.world) * any_split_hop(dt, b.island_kmax)
@@ -2432,8 +2424,7 @@ double bound(const Machine& m, const Traffic& t, bool whole_cuts, std::size_t co
     fr[d] = dt.all_reduce ? host_floors(dt, b, cross, &pipe_floor, true) : f[d];
     fi[d] = island_floors(dt, b, cross, pipe_floor, f[d]);
     fir[d] = dt.all_reduce ? island_floors(dt, b, cross, pipe_floor, fr[d], true) : fi[d];
-    const double steps = dt.pattern == Pattern::kRing ? 2.0 * (dt.size - 1.0) : 1.0;
-    fixed += dt.calls * steps * b.lat_min * 1e-6;
+    fixed += dt.calls * latency_steps(dt) * b.lat_min * 1e-6;
     // A group that leaves its island reaches the network: the dim's every step then waits at
     // least the network's least latency, not NVLink's. Without NVLink domains islands are hosts.
     const double network = network_latency(dt, b);
