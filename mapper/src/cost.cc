@@ -862,17 +862,17 @@ double place_lines_floor(const std::vector<double>& f, long long ranks, long lon
   if (m >= n) return own;
   const long long rest = ranks - m;
   if (rest < 0) return -1;
-  if (rest == 0) return own;
-  if (rest % m == 0) return own;  // lines of m alone
+  if (rest % m == 0) return own;  // lines of m alone (or none)
   const long long top = std::min({n, static_cast<long long>(f.size()), rest});
   bool dearer = false;  // some count's floor above the fewest's
   for (long long j = m + 1; j <= top && !dearer; ++j) {
     dearer = f[static_cast<std::size_t>(j - 1)] > own;
   }
   const bool fit = (rest + top - 1) / top <= rest / m;  // t lines of m..top: t m <= rest <= t top
+  if (!fit) return -1;
   // Past a set of 256 sums the count alone decides: a weaker floor, never a wrong one (the walks'
   // places hold at most 128 slots, islands aside).
-  if (!dearer || rest >= 256) return fit ? own : -1;
+  if (!dearer || rest >= 256) return own;
   // Whether lines of the counts whose floor is at most v make up the rest: every multiple of
   // each count, by doubling shifts of the set of sums.
   auto make_up = [&](double v) {
@@ -886,7 +886,6 @@ double place_lines_floor(const std::vector<double>& f, long long ranks, long lon
     }
     return static_cast<bool>(reach[static_cast<std::size_t>(rest)]);
   };
-  if (!fit) return -1;
   if (make_up(own)) return own;  // no line need cost more than the fewest's
   // The least v that makes it up is one of the counts' floors above `own`.
   double best = std::numeric_limits<double>::infinity();
