@@ -2094,6 +2094,45 @@ double cut_case_bound(const Machine& m, const Traffic& t, const BoundMachine& b,
   return best;
 }
 
+// A member of a two-node tree and its peers (docs/mapper.md, "Lower bound", trees in the
+// crossing term). Where some d-group runs as a two-node tree, one of its hosts holds k >=
+// ceil(n_d / 2) of it, members that differ in d alone: the ranks sharing one member's d
+// coordinate lie apart from those sharing another's, so some member p has at most kmax / k of
+// them on the host. p's peers of each other dim lie among those and meet only in p, so sum_e
+// (m_e(p) - 1) <= kmax / k - 1, and the dims' times together are at least f_d(k) + sum_e
+// f_e(m_e(p)) (f: the case's host floors, raised or not). Returns the least of that over k and
+// the peer counts. `radix`: radix_dims(), every dim of more than one member.
+double tree_member_floor(const std::vector<std::vector<double>>& host,
+                         const std::vector<long long>& sizes, const std::vector<std::size_t>& radix,
+                         std::size_t d, long long kmax) {
+  const long long n = sizes[d];
+  const auto top = std::min<long long>(n - 1, std::ssize(host[d]));
+  double least = std::numeric_limits<double>::infinity();
+  for (long long k = (n + 1) / 2; k <= top; ++k) {
+    const long long budget = kmax / k - 1;  // sum over the other dims of (m_e - 1)
+    if (budget < 0) break;
+    // cost[b]: the least sum of the other dims' floors spending b of the budget.
+    std::vector<double> cost(static_cast<std::size_t>(budget + 1), 0.0);
+    for (std::size_t e : radix) {
+      if (e == d) continue;
+      const auto& fe = host[e];
+      std::vector<double> next(cost.size(), std::numeric_limits<double>::infinity());
+      for (long long b = 0; b <= budget; ++b) {
+        for (long long j = 1; j <= b + 1 && j <= std::min<long long>(sizes[e], std::ssize(fe));
+             ++j) {
+          next[static_cast<std::size_t>(b)] = std::min(
+              next[static_cast<std::size_t>(b)],
+              cost[static_cast<std::size_t>(b - (j - 1))] + fe[static_cast<std::size_t>(j - 1)]);
+        }
+      }
+      cost = std::move(next);
+    }
+    least = std::min(least, host[d][static_cast<std::size_t>(k - 1)] +
+                                *std::min_element(cost.begin(), cost.end()));
+  }
+  return least;
+}
+
 // Trees in the crossing term. joint_crossing_bound() credits every cut all-reduce group with the
 // hop of a two-node tree (S, not V) wherever the group's size allows one, while its walk may keep
 // the other dims whole on their hosts: it never sees that a tree costs the other dims. Split the
@@ -2161,11 +2200,19 @@ double tree_case_bound(const Machine& m, const Traffic& t, const BoundMachine& b
         for (double& y : *v) y = std::max(y, at_least[d]);
       }
     }
-    double v = std::max(walk(host, ring, island),
+    // The walk, and from a member of each tree dim's two-node tree its peers' floors.
+    auto walk_case = [&](const Floors& h, const Floors& r, const Floors& i) {
+      double v = walk(h, r, i);
+      for (std::size_t j = 0; j < trees.size(); ++j) {
+        if (mask & (1u << j)) v = std::max(v, tree_member_floor(h, sizes, radix, trees[j], b.kmax));
+      }
+      return v;
+    };
+    double v = std::max(walk_case(host, ring, island),
                         joint_crossing_bound(m, t, host, island, sizes, b.host_slots,
                                              b.island_slots, b.island_kmax, rings));
     if (v < least) {  // the whole cuts can only raise it
-      v = std::max(v, cut_case_bound(m, t, b, host, ring, island, rings, cuts, v, walk));
+      v = std::max(v, cut_case_bound(m, t, b, host, ring, island, rings, cuts, v, walk_case));
     }
     least = std::min(least, v);
   }

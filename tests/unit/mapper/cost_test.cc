@@ -56,6 +56,30 @@ double brute_force(const Instance& in) {
   return best;
 }
 
+// The best evaluate_seconds over every split of the ranks over the hosts, each host's ranks on
+// its slots in rank order. Where a host's GPUs and ports are alike (no rails, one port a GPU,
+// one NVLink speed) a host's loads are the same whichever of its GPUs a rank takes, so this is
+// brute_force() for steps too large to permute: 12 ranks on three hosts of 4 are 34,650 splits.
+double brute_force_hosts(const Instance& in) {
+  const Machine& m = in.machine;
+  std::vector<std::vector<std::uint32_t>> slots(m.hosts.size());
+  for (std::uint32_t s = 0; s < m.slots.size(); ++s) slots[m.slots[s].host].push_back(s);
+  std::vector<std::uint32_t> host_of_rank;
+  for (std::uint32_t h = 0; h < slots.size(); ++h)
+    host_of_rank.insert(host_of_rank.end(), slots[h].size(), h);
+  std::vector<std::uint32_t> a(host_of_rank.size());
+  double best = std::numeric_limits<double>::infinity();
+  do {
+    std::vector<std::size_t> next(slots.size(), 0);
+    for (std::size_t r = 0; r < a.size(); ++r) {
+      const std::uint32_t h = host_of_rank[r];
+      a[r] = slots[h][next[h]++];
+    }
+    best = std::min(best, evaluate_seconds(m, in.traffic, a));
+  } while (std::next_permutation(host_of_rank.begin(), host_of_rank.end()));
+  return best;
+}
+
 // The bound alone against brute force: never above the optimum, and not trivial.
 void expect_bound_at_most_optimum(const Instance& in, const char* name) {
   const double best = brute_force(in);
@@ -908,6 +932,76 @@ TEST(CostTest, TreeCaseBoundAtMostOptimumOnRandomInstances) {
     for (auto& d : in.traffic.dims) d.bytes *= 0.25 + 0.25 * below(12);
     ASSERT_NO_FATAL_FAILURE(expect_bound_at_most_optimum_both_ways(
         in, g, "seed " + std::to_string(seed) + ": " + layout));
+  }
+}
+
+// brute_force_hosts() is brute_force() where a host's GPUs are alike: 8 ranks on hosts of 2 and
+// of 4 GPUs, one or two hosts a leaf, oversubscribed, three layouts.
+TEST(CostTest, SplitsOverHostsAreEveryPlacementWhereGpusAreAlike) {
+  for (int gpus : {2, 4}) {
+    for (const char* layout : {"tp=2,dp=4", "tp=2,cp=2,dp=2", "ep=4,dp=2"}) {
+      Small s = small(tiny(8 / gpus, 2, gpus, 4), std::vector<int>(8 / gpus, gpus), layout);
+      const Instance in = make_instance(s.fabric, s.nodes, s.request);
+      EXPECT_NEAR(brute_force_hosts(in), brute_force(in), brute_force(in) * 1e-12)
+          << gpus << " GPUs a host, " << layout;
+    }
+  }
+}
+
+// A two-node tree's member and its peers, worked by hand: tp=2 x cp=2 x dp=3 on three hosts of 4
+// GPUs under one leaf, S = 1 GB a dim, no latency. Block keeps each host's TP and CP pairs on
+// NVLink (S / nv each) and runs DP as a ring over the three hosts, 4/3 S through a port: 2 S / nv
+// + 4/3 S / port, the optimum. The tree cases let a DP group run as a tree on two hosts (S / port
+// from the host with one member) while TP and CP stay on NVLink: 2 S / nv + S / port, 20% below.
+// But the host holding two members of that DP group holds, for one of them, at most 4 / 2 ranks
+// sharing its DP coordinate: its TP and CP peers there number at most 2 with it, so TP or CP
+// leaves the host (a pair across two hosts is a tree: S / port), and the DP pair sends S / 2 a
+// member: S / nv + S / port + S / (2 port), above block.
+TEST(CostTest, TreeMemberFloorChargesTheTreesHostItsPeers) {
+  Small s = small(tiny(3, 3, 4, 1), {4, 4, 4}, "tp=2,cp=2,dp=3");
+  Instance in = make_instance(s.fabric, s.nodes, s.request);
+  const double S = 1e9, nv = 150e9, port = 25e9;
+  for (auto& d : in.traffic.dims) {
+    if (d.size <= 1) continue;
+    d.bytes = S;
+    d.calls = 0;
+  }
+  const double block = evaluate_seconds(in.machine, in.traffic, in.block_slot);
+  const double optimum = 2 * S / nv + 4.0 / 3 * S / port;
+  EXPECT_NEAR(block, optimum, optimum * 1e-9);
+  EXPECT_NEAR(brute_force_hosts(in), optimum, optimum * 1e-9);
+  const double lb = lower_bound(in.machine, in.traffic);
+  EXPECT_NEAR(lb, optimum, optimum * 1e-9)
+      << "the tree case without the member's peers: " << 2 * S / nv + S / port << " s";
+}
+
+// The member floor against brute force where it counts: 12 ranks on three hosts of 4 GPUs (one
+// leaf, or a leaf each at 1:1 to 8:1), three dims of which one or two are all-reduces of 3 (a
+// two-node tree puts 2 of 3 on one host), in either order, random bytes per dim, some draws with
+// latency.
+TEST(CostTest, TreeMemberBoundAtMostOptimumOnTwelveRanks) {
+  for (std::uint64_t seed = 1; seed <= 8; ++seed) {
+    std::mt19937_64 g(seed * 7919);
+    auto below = [&](int n) { return static_cast<int>(g() % static_cast<std::uint64_t>(n)); };
+    const double oversub[] = {1, 2, 4, 8};
+    FatTreeSpec spec = tiny(3, below(2) == 0 ? 3 : 1, 4, oversub[below(4)]);
+    const double nvlink[] = {20, 60, 150};
+    spec.nvlink_gbps = nvlink[below(3)];
+    const char* layouts[] = {"tp=2,cp=2,dp=3", "tp=3,cp=2,dp=2", "tp=2,dp=3,pp=2", "tp=3,dp=4"};
+    std::string layout = layouts[below(4)];
+    if (below(2) == 0) layout += ",order=dp-pp-cp-tp";
+    Small sm = small(spec, {4, 4, 4}, layout);
+    Instance in = make_instance(sm.fabric, sm.nodes, sm.request);
+    const bool latency = below(3) == 0;
+    for (auto& d : in.traffic.dims) {
+      d.bytes *= 0.25 + 0.25 * below(12);
+      if (latency) d.calls = 1 + below(20000);
+    }
+    const double best = brute_force_hosts(in);
+    const double lb = lower_bound(in.machine, in.traffic);
+    EXPECT_LE(lb, best * (1 + 1e-12)) << "seed " << seed << ": " << layout;
+    std::cout << "  seed " << seed << " " << layout << ": bound " << lb / best * 100
+              << "% of the optimum\n";
   }
 }
 
