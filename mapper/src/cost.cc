@@ -2094,21 +2094,22 @@ double cut_case_bound(const Machine& m, const Traffic& t, const BoundMachine& b,
   return best;
 }
 
-// A member of a two-node tree and its peers (docs/mapper.md, "Lower bound", trees in the
-// crossing term). Where some d-group runs as a two-node tree, one of its hosts holds k >=
-// ceil(n_d / 2) of it, members that differ in d alone: the ranks sharing one member's d
-// coordinate lie apart from those sharing another's, so some member p has at most kmax / k of
-// them on the host. p's peers of each other dim lie among those and meet only in p, so sum_e
-// (m_e(p) - 1) <= kmax / k - 1, and the dims' times together are at least f_d(k) + sum_e
-// f_e(m_e(p)) (f: the case's host floors, raised or not). Returns the least of that over k and
-// the peer counts. `radix`: radix_dims(), every dim of more than one member.
-double tree_member_floor(const std::vector<std::vector<double>>& host,
-                         const std::vector<long long>& sizes, const std::vector<std::size_t>& radix,
-                         std::size_t d, long long kmax) {
-  const long long n = sizes[d];
-  const auto top = std::min<long long>(n - 1, std::ssize(host[d]));
+// A host's members of one group and their peers (docs/mapper.md, "Lower bound", a tree's member
+// and its peers). Where some host holds k members of one d-group (k in [lo, hi]: a two-node
+// tree's larger side, or the most of a group on a host in an ECMP case), those members differ in
+// d alone: the ranks sharing one member's d coordinate lie apart from those sharing another's, so
+// some member p has at most kmax / k of them on the host. p's peers of each other dim lie among
+// those and meet only in p, so sum_e (m_e(p) - 1) <= kmax / k - 1, and the dims' times together
+// are at least f_d(k) + sum_e f_e(m_e(p)) (f: the case's host floors, raised or not). Returns the
+// least of that over k and the peer counts. `radix`: radix_dims(), every dim of more than one
+// member.
+double member_peers_floor(const std::vector<std::vector<double>>& host,
+                          const std::vector<long long>& sizes,
+                          const std::vector<std::size_t>& radix, std::size_t d, long long kmax,
+                          long long lo, long long hi) {
+  const auto top = std::min<long long>(hi, std::ssize(host[d]));
   double least = std::numeric_limits<double>::infinity();
-  for (long long k = (n + 1) / 2; k <= top; ++k) {
+  for (long long k = std::max(1LL, lo); k <= top; ++k) {
     const long long budget = kmax / k - 1;  // sum over the other dims of (m_e - 1)
     if (budget < 0) break;
     // cost[b]: the least sum of the other dims' floors spending b of the budget.
@@ -2204,7 +2205,9 @@ double tree_case_bound(const Machine& m, const Traffic& t, const BoundMachine& b
     auto walk_case = [&](const Floors& h, const Floors& r, const Floors& i) {
       double v = walk(h, r, i);
       for (std::size_t j = 0; j < trees.size(); ++j) {
-        if (mask & (1u << j)) v = std::max(v, tree_member_floor(h, sizes, radix, trees[j], b.kmax));
+        if (!(mask & (1u << j))) continue;
+        const long long n = sizes[trees[j]];
+        v = std::max(v, member_peers_floor(h, sizes, radix, trees[j], b.kmax, (n + 1) / 2, n - 1));
       }
       return v;
     };
@@ -2319,12 +2322,22 @@ double ecmp_case_bound(const Machine& m, const Traffic& t, const BoundMachine& b
         for (double& y : *v) y = std::max(y, at_least[d]);
       }
     }
+    // The walk, and from the most members of a group on one host their peers' floors.
+    using Floors = std::vector<std::vector<double>>;
+    auto walk_case = [&](const Floors& h, const Floors& r, const Floors& i) {
+      double v = walk(h, r, i);
+      for (std::size_t j = 0; j < split.size(); ++j) {
+        v = std::max(v, member_peers_floor(h, sizes, radix, split[j], b.kmax, in[j].lo, in[j].hi));
+      }
+      return v;
+    };
     std::vector<double> seed = start;
-    double v = std::max(walk(host, ring, island),
+    double v = std::max(walk_case(host, ring, island),
                         joint_crossing_bound(m, t, host, island, sizes, b.host_slots,
                                              b.island_slots, b.island_kmax, rings, members, &seed));
     if (v < least) {  // the whole cuts can only raise it
-      v = std::max(v, cut_case_bound(m, t, b, host, ring, island, rings, cuts, v, walk, members));
+      v = std::max(v,
+                   cut_case_bound(m, t, b, host, ring, island, rings, cuts, v, walk_case, members));
     }
     least = std::min(least, v);
   }
