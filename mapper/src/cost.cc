@@ -2094,8 +2094,8 @@ double cut_case_bound(const Machine& m, const Traffic& t, const BoundMachine& b,
   return best;
 }
 
-// A host's members of one group and their peers (docs/mapper.md, "Lower bound", a tree's member
-// and its peers). Where some host holds k members of one d-group (k in [lo, hi]: a two-node
+// A host's members of one group and their peers (docs/mapper.md, "Lower bound", of the same
+// name). Where some host holds k members of one d-group (k in [lo, hi]: a two-node
 // tree's larger side, or the most of a group on a host in an ECMP case), those members differ in
 // d alone: the ranks sharing one member's d coordinate lie apart from those sharing another's, so
 // some member p has at most kmax / k of them on the host. p's peers of each other dim lie among
