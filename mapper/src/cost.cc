@@ -2107,20 +2107,20 @@ double member_peers_floor(const std::vector<std::vector<double>>& host,
                           const std::vector<long long>& sizes,
                           const std::vector<std::size_t>& radix, std::size_t d, long long kmax,
                           long long lo, long long hi) {
-  const auto top = std::min<long long>(hi, std::ssize(host[d]));
+  // A host holds at most kmax of the group, so the budget below is never negative.
+  const long long top = std::min<long long>({hi, std::ssize(host[d]), kmax});
   double least = std::numeric_limits<double>::infinity();
   for (long long k = std::max(1LL, lo); k <= top; ++k) {
     const long long budget = kmax / k - 1;  // sum over the other dims of (m_e - 1)
-    if (budget < 0) break;
     // cost[b]: the least sum of the other dims' floors spending b of the budget.
     std::vector<double> cost(static_cast<std::size_t>(budget + 1), 0.0);
     for (std::size_t e : radix) {
       if (e == d) continue;
       const auto& fe = host[e];
+      const long long most = std::min<long long>(sizes[e], std::ssize(fe));
       std::vector<double> next(cost.size(), std::numeric_limits<double>::infinity());
       for (long long b = 0; b <= budget; ++b) {
-        for (long long j = 1; j <= b + 1 && j <= std::min<long long>(sizes[e], std::ssize(fe));
-             ++j) {
+        for (long long j = 1; j <= b + 1 && j <= most; ++j) {
           next[static_cast<std::size_t>(b)] = std::min(
               next[static_cast<std::size_t>(b)],
               cost[static_cast<std::size_t>(b - (j - 1))] + fe[static_cast<std::size_t>(j - 1)]);
