@@ -13,6 +13,7 @@
 #include <random>
 #include <stdexcept>
 
+#include "topoaware/mapper/plan.h"
 #include "topoaware/mapper/synthetic.h"
 #include "topoaware/topology/fabric_io.h"
 #include "topoaware/topology/sources.h"
