@@ -14,6 +14,9 @@
 namespace topoaware::mapper::internal {
 
 constexpr double kGB = 1e9;
+// What build_machine() gives a group with no uplink to charge (the top of the tree), in GB/s: no
+// limit. The lower bound reads it to tell such a group's exits from a real uplink.
+constexpr double kUnlimitedGbps = 1e9;
 
 // Resource indexes: [nv_out slots][nv_in slots][nic_out ports][nic_in ports][per level: up, down]
 struct ResourceIndex {
