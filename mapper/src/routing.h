@@ -165,6 +165,11 @@ inline double reach_latency_us(const Machine& m, int reached) {
   return v[std::min<std::size_t>(static_cast<std::size_t>(reached), v.size() - 1)];
 }
 
+// Latency steps of one call of a dim: a ring's 2 (n - 1), one for an all-to-all or a stage's send.
+inline double latency_steps(const DimTraffic& d) {
+  return d.pattern == Pattern::kRing ? 2.0 * (d.size - 1.0) : 1.0;
+}
+
 // Scratch space for grouping a collective's members by NCCL node (host, or NVLink clique) in
 // first-rank order.
 struct NodeGroups {
