@@ -1,4 +1,4 @@
-// Flow routing of the cost model, shared by the full evaluation (cost.cc) and the incremental
+// Flow routing of the cost model, shared by the full evaluation (evaluate.cc) and the incremental
 // one (incremental.cc): which resources a flow between two slots loads, and which flows a
 // collective group's members exchange. One routine for both, so the two evaluations agree by
 // construction and differ only in rounding.

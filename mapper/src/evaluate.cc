@@ -1,27 +1,24 @@
-// The cost model and its lower bound (cost.h; derivations in docs/mapper.md).
-#include "topoaware/mapper/cost.h"
-
+// The cost model's evaluation (cost.h: evaluate(), evaluate_seconds(), job_traffic()): every
+// dim's groups routed over the machine (routing.h), each resource's load over its bandwidth, the
+// busiest one timing the dim, plus the latency of the highest level its flows reach; and the report
+// of what was loaded. The Machine is machine.cc's, the lower bound bound/'s.
 #include <algorithm>
-#include <array>
-#include <bitset>
-#include <cmath>
+#include <cstddef>
 #include <cstdint>
-#include <cstdio>
 #include <limits>
-#include <map>
-#include <numeric>
-#include <set>
 #include <sstream>
-#include <tuple>
+#include <string>
+#include <utility>
+#include <vector>
 
-#include "node_facts.h"
 #include "routing.h"
+#include "topoaware/mapper/cost.h"
+#include "topoaware/mapper/layout.h"
 
 namespace topoaware::mapper {
 namespace {
 
 using internal::kGB;
-
 using internal::latency_steps;
 
 // Routes flows and keeps per-resource loads for the dim being evaluated.
