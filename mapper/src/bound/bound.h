@@ -52,9 +52,9 @@ struct BoundMachine {
   std::vector<Bins> bins;
 };
 
-BoundMachine bound_machine(const Machine& m);
+BoundMachine bound_machine(const Machine& machine);
 // Every host's NIC ports together, bytes/s.
-std::vector<double> host_port_capacity(const Machine& m);
+std::vector<double> host_port_capacity(const Machine& machine);
 // The least hop of a ring group split over NCCL nodes in any way (a two-node tree's bytes where
 // the group may fit two nodes of kmax slots).
 double any_split_hop(const DimTraffic& dt, long long kmax);
@@ -62,18 +62,18 @@ double any_split_hop(const DimTraffic& dt, long long kmax);
 std::vector<double> prefix_min(const std::vector<double>& v);
 // The least time of a pipeline stage with `neighbours` neighbour stages, k of its group on its
 // host.
-double pipe_stage(int neighbours, long long k, bool domains, double S, double nv, double port);
+double pipe_stage(int neighbours, long long k, bool domains, double bytes, double nv, double port);
 // What a dim's steps wait beyond the least latency once some group of it leaves an island.
-double network_latency(const DimTraffic& dt, const BoundMachine& b);
+double network_latency(const DimTraffic& dt, const BoundMachine& summary);
 // A dim's crossing floor, which holds wherever its ranks sit.
-double crossing_floor(const DimTraffic& dt, long long world, const BoundMachine& b);
+double crossing_floor(const DimTraffic& dt, long long world, const BoundMachine& summary);
 // The dim's floors given k members of the rank's group on its host; `pipe_floor` receives a
 // pipeline's middle-stage floor. `ring_only`: an all-reduce as a ring, never a two-node tree.
-std::vector<double> host_floors(const DimTraffic& dt, const BoundMachine& b, double cross,
+std::vector<double> host_floors(const DimTraffic& dt, const BoundMachine& summary, double cross,
                                 double* pipe_floor, bool ring_only = false);
-// The dim's floors given k members of the rank's group on its island (`host_f`: its host floors).
-std::vector<double> island_floors(const DimTraffic& dt, const BoundMachine& b, double cross,
-                                  double pipe_floor, const std::vector<double>& host_f,
+// The dim's floors given k members of the rank's group on its island (`by_host`: its host floors).
+std::vector<double> island_floors(const DimTraffic& dt, const BoundMachine& summary, double cross,
+                                  double pipe_floor, const std::vector<double>& by_host,
                                   bool ring_only = false);
 
 // ---- walk.cc: the walk over one place's ranks (docs/mapper.md, "Lower bound", Walk) ----
@@ -84,15 +84,13 @@ double middle_stage_bound(const std::vector<long long>& slots, long long middle,
                           const std::function<double(long long)>& value);
 // The walk on a place of c slots, an all-reduce's floor at k members being its ring's (`ring`) or
 // a two-node tree's (`any`) with the tree's partner floors on the other dims.
-double least_sum_trees(const std::vector<std::vector<double>>& ring,
-                       const std::vector<std::vector<double>>& any, const std::vector<long long>& n,
+double least_sum_trees(const Floors& ring, const Floors& any, const std::vector<long long>& n,
                        long long c, long long kmax, bool partners, bool full,
-                       const std::vector<std::vector<double>>* host_any = nullptr,
-                       std::size_t loose = kNoDim);
+                       const Floors* host_any = nullptr, std::size_t loose = kNoDim);
 // The distinct non-zero place sizes among `slots`, the smallest `max_sizes` of them.
 std::vector<long long> place_sizes(std::vector<long long> slots, std::size_t max_sizes);
 // The largest walk over places of the given slot counts (at most `max_sizes` sizes).
-double least_sum_over(const std::vector<std::vector<double>>& f, const std::vector<long long>& n,
+double least_sum_over(const Floors& floors, const std::vector<long long>& n,
                       const std::vector<long long>& slots, std::size_t max_sizes, bool full);
 
 // ---- crossing.cc: the crossing terms (docs/mapper.md, "Lower bound", "Joint crossing") ----
@@ -127,23 +125,25 @@ struct CrossSetup {
 
 // The dims with more than one member, innermost first, when they tile the ranks as a mixed radix;
 // empty otherwise.
-std::vector<std::size_t> radix_dims(const Traffic& t);
+std::vector<std::size_t> radix_dims(const Traffic& traffic);
 // How many levels, from the lowest, nest.
-std::size_t nested_levels(const Machine& m);
-// Fills `s` from the machine and the traffic; false where no tier or no dim counts.
-bool cross_setup(const Machine& m, const Traffic& t, const std::vector<long long>& host_slots,
-                 long long kmax, const std::vector<bool>& rings, CrossSetup* s,
+std::size_t nested_levels(const Machine& machine);
+// Fills `setup` from the machine and the traffic; false where no tier or no dim counts.
+bool cross_setup(const Machine& machine, const Traffic& traffic,
+                 const std::vector<long long>& host_slots, long long kmax,
+                 const std::vector<bool>& rings, CrossSetup* setup,
                  const std::vector<long long>& members = {});
-// A place's exit load `h` on an ECMP tier times its expected worst link, at least.
-double ecmp_exit(double h, double least, double most, std::uint32_t links);
+// A place's exit `load` on an ECMP tier times its expected worst link, at least.
+double ecmp_exit(double load, double least, double most, std::uint32_t links);
 // The joint crossing bound: the walk under floors scaled by theta plus the crossing term of the
 // bytes scaled by 1 - theta, for a theta searched per dim.
-double joint_crossing_bound(
-    const Machine& m, const Traffic& t, const std::vector<std::vector<double>>& f,
-    const std::vector<std::vector<double>>& fi, const std::vector<long long>& sizes,
-    const std::vector<long long>& host_slots, const std::vector<long long>& island_slots,
-    long long kmax, const std::vector<bool>& rings = {}, const std::vector<long long>& members = {},
-    std::vector<double>* seed = nullptr);
+double joint_crossing_bound(const Machine& machine, const Traffic& traffic, const Floors& by_host,
+                            const Floors& by_island, const std::vector<long long>& sizes,
+                            const std::vector<long long>& host_slots,
+                            const std::vector<long long>& island_slots, long long kmax,
+                            const std::vector<bool>& rings = {},
+                            const std::vector<long long>& members = {},
+                            std::vector<double>* seed = nullptr);
 
 // ---- whole_cuts.cc: whole cuts (docs/mapper.md, "Lower bound", "Whole cuts") ----
 
@@ -168,35 +168,29 @@ struct CutSets {
 
 // The cut vectors of every place the crossing bounds count, once per counted dim peeled last;
 // none where the whole cuts do not apply.
-std::vector<CutSets> place_cut_vectors(const Machine& m, const Traffic& t, const BoundMachine& b,
-                                       bool full, std::size_t most_counted = kCutDims);
+std::vector<CutSets> place_cut_vectors(const Machine& machine, const Traffic& traffic,
+                                       const BoundMachine& summary, bool full,
+                                       std::size_t most_counted = kCutDims);
 // The least walk over each place's cut vectors, each dim's floors raised to what the cut sends out.
-double cut_case_bound(const Machine& m, const Traffic& t, const BoundMachine& b,
-                      const std::vector<std::vector<double>>& f,
-                      const std::vector<std::vector<double>>& fr,
-                      const std::vector<std::vector<double>>& fi, const std::vector<bool>& rings,
-                      const std::vector<CutSets>& cuts, double known, const Walk& walk,
-                      const std::vector<long long>& members = {});
+double cut_case_bound(const Machine& machine, const Traffic& traffic, const BoundMachine& summary,
+                      const Floors& by_host, const Floors& by_host_ring, const Floors& by_island,
+                      const std::vector<bool>& rings, const std::vector<CutSets>& cuts,
+                      double known, const Walk& walk, const std::vector<long long>& members = {});
 
 // ---- cases.cc: cases that split the placements (docs/mapper.md, "Lower bound") ----
 
 // Tree chains: two all-reduce dims whose two-host trees cannot chain; one takes its ring floor.
-double tree_chain_bound(const Traffic& t, const BoundMachine& b,
-                        const std::vector<std::vector<double>>& f,
-                        const std::vector<std::vector<double>>& fr,
-                        const std::vector<std::vector<double>>& fi, bool full, const Walk& walk);
+double tree_chain_bound(const Traffic& traffic, const BoundMachine& summary, const Floors& by_host,
+                        const Floors& by_host_ring, const Floors& by_island, bool full,
+                        const Walk& walk);
 // Trees in the crossing term: the placements split by which all-reduce dims run a two-host tree.
-double tree_case_bound(const Machine& m, const Traffic& t, const BoundMachine& b,
-                       const std::vector<std::vector<double>>& f,
-                       const std::vector<std::vector<double>>& fr,
-                       const std::vector<std::vector<double>>& fi,
+double tree_case_bound(const Machine& machine, const Traffic& traffic, const BoundMachine& summary,
+                       const Floors& by_host, const Floors& by_host_ring, const Floors& by_island,
                        const std::vector<long long>& sizes, bool full,
                        const std::vector<CutSets>& cuts, const Walk& walk);
 // Hashed hops (ECMP): the placements split by the most members of a ring group on one host.
-double ecmp_case_bound(const Machine& m, const Traffic& t, const BoundMachine& b,
-                       const std::vector<std::vector<double>>& f,
-                       const std::vector<std::vector<double>>& fr,
-                       const std::vector<std::vector<double>>& fi,
+double ecmp_case_bound(const Machine& machine, const Traffic& traffic, const BoundMachine& summary,
+                       const Floors& by_host, const Floors& by_host_ring, const Floors& by_island,
                        const std::vector<long long>& sizes, const std::vector<CutSets>& cuts,
                        const Walk& walk);
 
@@ -204,11 +198,10 @@ double ecmp_case_bound(const Machine& m, const Traffic& t, const BoundMachine& b
 
 // The walk on each nesting level's switch groups, a group that leaves one charged the latency
 // above it.
-double level_latency_bound(const Machine& m, const Traffic& t, const BoundMachine& b,
-                           const std::vector<std::vector<double>>& f,
-                           const std::vector<std::vector<double>>& fr,
-                           const std::vector<long long>& sizes, bool full,
-                           const std::vector<std::vector<double>>* partner_f = nullptr,
+double level_latency_bound(const Machine& machine, const Traffic& traffic,
+                           const BoundMachine& summary, const Floors& by_host,
+                           const Floors& by_host_ring, const std::vector<long long>& sizes,
+                           bool full, const Floors* partner_by_host = nullptr,
                            std::size_t loose = kNoDim, long long middle = 0);
 
 }  // namespace topoaware::mapper::internal

@@ -27,8 +27,7 @@ namespace {
 // are at least f_d(k) + sum_e f_e(m_e(p)) (f: the case's host floors, raised or not). Returns the
 // least of that over k and the peer counts. `radix`: radix_dims(), every dim of more than one
 // member.
-double member_peers_floor(const std::vector<std::vector<double>>& host,
-                          const std::vector<long long>& sizes,
+double member_peers_floor(const Floors& host, const std::vector<long long>& sizes,
                           const std::vector<std::size_t>& radix, std::size_t d, long long kmax,
                           long long lo, long long hi) {
   // A host holds at most kmax of the group, so the budget below is never negative.
@@ -75,18 +74,17 @@ double member_peers_floor(const std::vector<std::vector<double>>& host,
 // least its floor. A host of 1, 2, 3 or 5 slots holds a rank alone in d or in e (every rank with
 // a d-peer and an e-peer needs, in each plane of d x e, lines of two or more both ways: 4, 6 or
 // more ranks). The bound is the least of the walk with either floor imposed.
-double tree_chain_bound(const Traffic& t, const BoundMachine& b,
-                        const std::vector<std::vector<double>>& f,
-                        const std::vector<std::vector<double>>& fr,
-                        const std::vector<std::vector<double>>& fi, bool full, const Walk& walk) {
-  if (!full || b.has_domains) return 0;
-  const std::vector<std::size_t> radix = radix_dims(t);
+double tree_chain_bound(const Traffic& traffic, const BoundMachine& summary, const Floors& by_host,
+                        const Floors& by_host_ring, const Floors& by_island, bool full,
+                        const Walk& walk) {
+  if (!full || summary.has_domains) return 0;
+  const std::vector<std::size_t> radix = radix_dims(traffic);
   if (radix.empty()) return 0;
   std::vector<std::size_t> trees;  // all-reduce dims whose partners hold no two groups
   for (std::size_t d : radix) {
-    const DimTraffic& dt = t.dims[d];
+    const DimTraffic& dt = traffic.dims[d];
     if (dt.all_reduce && dt.pattern == Pattern::kRing && dt.bytes > 0 &&
-        2 * (dt.size - 1LL) > b.kmax) {
+        2 * (dt.size - 1LL) > summary.kmax) {
       trees.push_back(d);
     }
   }
@@ -94,15 +92,16 @@ double tree_chain_bound(const Traffic& t, const BoundMachine& b,
   for (std::size_t i = 0; i < trees.size(); ++i) {
     for (std::size_t j = i + 1; j < trees.size(); ++j) {
       const std::size_t d = trees[i], e = trees[j];
-      const long long n = std::min(t.dims[d].size, t.dims[e].size);
-      const bool start = std::any_of(b.host_slots.begin(), b.host_slots.end(), [&](long long c) {
-        return (c == 1 || c == 2 || c == 3 || c == 5) && c < n - 1;  // a lone rank, no partner
-      });
-      if (!start || t.dims[d].size + t.dims[e].size - 3LL <= b.kmax) continue;
+      const long long n = std::min(traffic.dims[d].size, traffic.dims[e].size);
+      const bool start =
+          std::any_of(summary.host_slots.begin(), summary.host_slots.end(), [&](long long c) {
+            return (c == 1 || c == 2 || c == 3 || c == 5) && c < n - 1;  // a lone rank, no partner
+          });
+      if (!start || traffic.dims[d].size + traffic.dims[e].size - 3LL <= summary.kmax) continue;
       double least = std::numeric_limits<double>::infinity();
       for (std::size_t x : {d, e}) {  // x takes at least its one-member ring floor
-        auto host = f, ring = fr, island = fi;
-        const double floor = fr[x][0];
+        auto host = by_host, ring = by_host_ring, island = by_island;
+        const double floor = by_host_ring[x][0];
         for (auto* v : {&host[x], &ring[x], &island[x]}) {
           for (double& y : *v) y = std::max(y, floor);
         }
@@ -128,19 +127,17 @@ double tree_chain_bound(const Traffic& t, const BoundMachine& b,
 //   group: time_d >= the least floor of d up to that count.
 // Every placement falls in one case, so the least over cases of (walk, joint crossing term under
 // the case's floors) is a bound.
-double tree_case_bound(const Machine& m, const Traffic& t, const BoundMachine& b,
-                       const std::vector<std::vector<double>>& f,
-                       const std::vector<std::vector<double>>& fr,
-                       const std::vector<std::vector<double>>& fi,
+double tree_case_bound(const Machine& machine, const Traffic& traffic, const BoundMachine& summary,
+                       const Floors& by_host, const Floors& by_host_ring, const Floors& by_island,
                        const std::vector<long long>& sizes, bool full,
                        const std::vector<CutSets>& cuts, const Walk& walk) {
-  if (!full || b.has_domains) return 0;
-  const std::vector<std::size_t> radix = radix_dims(t);
+  if (!full || summary.has_domains) return 0;
+  const std::vector<std::size_t> radix = radix_dims(traffic);
   std::vector<std::size_t> trees;
   for (std::size_t d : radix) {
-    const DimTraffic& dt = t.dims[d];
+    const DimTraffic& dt = traffic.dims[d];
     if (dt.all_reduce && dt.pattern == Pattern::kRing && dt.bytes > 0 && dt.size >= 3 &&
-        dt.size <= 2 * b.kmax) {
+        dt.size <= 2 * summary.kmax) {
       trees.push_back(d);
     }
   }
@@ -152,29 +149,29 @@ double tree_case_bound(const Machine& m, const Traffic& t, const BoundMachine& b
   };
   double least = std::numeric_limits<double>::infinity();
   for (unsigned mask = 0; mask < (1u << trees.size()); ++mask) {
-    Floors host = f, ring = fr, island = fi;
-    std::vector<bool> rings(t.dims.size(), false);
+    Floors host = by_host, ring = by_host_ring, island = by_island;
+    std::vector<bool> rings(traffic.dims.size(), false);
     for (std::size_t i = 0; i < trees.size(); ++i) {
       if (mask & (1u << i)) continue;
       const std::size_t d = trees[i];
       rings[d] = true;
-      host[d] = fr[d];
-      for (std::size_t k = 0; k < island[d].size() && k < fr[d].size(); ++k) {
-        island[d][k] = std::max(island[d][k], fr[d][k]);  // islands are hosts here
+      host[d] = by_host_ring[d];
+      for (std::size_t k = 0; k < island[d].size() && k < by_host_ring[d].size(); ++k) {
+        island[d][k] = std::max(island[d][k], by_host_ring[d][k]);  // islands are hosts here
       }
     }
-    std::vector<double> at_least(t.dims.size(), 0.0);
+    std::vector<double> at_least(traffic.dims.size(), 0.0);
     for (std::size_t i = 0; i < trees.size(); ++i) {
       if (!(mask & (1u << i))) continue;
       const std::size_t d = trees[i];
-      const long long n = t.dims[d].size;
+      const long long n = traffic.dims[d].size;
       at_least[d] = std::max(at_least[d], least_up_to(host[d], n / 2));
-      const long long peers = b.kmax / ((n + 1) / 2);
+      const long long peers = summary.kmax / ((n + 1) / 2);
       for (std::size_t e : radix) {
         if (e != d) at_least[e] = std::max(at_least[e], least_up_to(host[e], peers));
       }
     }
-    for (std::size_t d = 0; d < t.dims.size(); ++d) {
+    for (std::size_t d = 0; d < traffic.dims.size(); ++d) {
       for (auto* v : {&host[d], &ring[d], &island[d]}) {
         for (double& y : *v) y = std::max(y, at_least[d]);
       }
@@ -185,15 +182,18 @@ double tree_case_bound(const Machine& m, const Traffic& t, const BoundMachine& b
       for (std::size_t j = 0; j < trees.size(); ++j) {
         if (!(mask & (1u << j))) continue;
         const long long n = sizes[trees[j]];
-        v = std::max(v, member_peers_floor(h, sizes, radix, trees[j], b.kmax, (n + 1) / 2, n - 1));
+        v = std::max(
+            v, member_peers_floor(h, sizes, radix, trees[j], summary.kmax, (n + 1) / 2, n - 1));
       }
       return v;
     };
-    double v = std::max(walk_case(host, ring, island),
-                        joint_crossing_bound(m, t, host, island, sizes, b.host_slots,
-                                             b.island_slots, b.island_kmax, rings));
+    double v =
+        std::max(walk_case(host, ring, island),
+                 joint_crossing_bound(machine, traffic, host, island, sizes, summary.host_slots,
+                                      summary.island_slots, summary.island_kmax, rings));
     if (v < least) {  // the whole cuts can only raise it
-      v = std::max(v, cut_case_bound(m, t, b, host, ring, island, rings, cuts, v, walk_case));
+      v = std::max(v, cut_case_bound(machine, traffic, summary, host, ring, island, rings, cuts, v,
+                                     walk_case));
     }
     least = std::min(least, v);
   }
@@ -214,18 +214,16 @@ double tree_case_bound(const Machine& m, const Traffic& t, const BoundMachine& b
 //   floor of e up to that count.
 // Every placement falls in one case, so the least over cases of (walk, joint crossing term, whole
 // cuts, under the case's floors) is a bound.
-double ecmp_case_bound(const Machine& m, const Traffic& t, const BoundMachine& b,
-                       const std::vector<std::vector<double>>& f,
-                       const std::vector<std::vector<double>>& fr,
-                       const std::vector<std::vector<double>>& fi,
+double ecmp_case_bound(const Machine& machine, const Traffic& traffic, const BoundMachine& summary,
+                       const Floors& by_host, const Floors& by_host_ring, const Floors& by_island,
                        const std::vector<long long>& sizes, const std::vector<CutSets>& cuts,
                        const Walk& walk) {
-  if (b.has_domains ||
-      std::none_of(m.levels.begin(), m.levels.end(), [](const NetLevel& l) { return l.ecmp; })) {
+  if (summary.has_domains || std::none_of(machine.levels.begin(), machine.levels.end(),
+                                          [](const NetLevel& l) { return l.ecmp; })) {
     return 0;
   }
   CrossSetup setup;
-  if (!cross_setup(m, t, b.host_slots, b.island_kmax, {}, &setup)) return 0;
+  if (!cross_setup(machine, traffic, summary.host_slots, summary.island_kmax, {}, &setup)) return 0;
   const bool hashed = std::any_of(setup.tiers.begin(), setup.tiers.end(), [](const CrossTier& x) {
     return std::any_of(x.links.begin(), x.links.end(), [](std::uint32_t l) { return l > 1; });
   });
@@ -238,8 +236,8 @@ double ecmp_case_bound(const Machine& m, const Traffic& t, const BoundMachine& b
   std::size_t cases = 1;
   for (std::size_t i : setup.live) {
     const std::size_t d = setup.radix[i];
-    const long long top = std::min<long long>(t.dims[d].size, b.kmax);
-    if (t.dims[d].pattern != Pattern::kRing || top < 2) continue;
+    const long long top = std::min<long long>(traffic.dims[d].size, summary.kmax);
+    if (traffic.dims[d].pattern != Pattern::kRing || top < 2) continue;
     std::vector<Range> r{{1, 1}};
     for (long long hi = 2; r.back().hi < top; hi *= 2) r.push_back({hi / 2 + 1, std::min(hi, top)});
     cases *= r.size();
@@ -249,31 +247,31 @@ double ecmp_case_bound(const Machine& m, const Traffic& t, const BoundMachine& b
   constexpr std::size_t kMostCases = 64;
   if (split.empty() || cases > kMostCases) return 0;
   constexpr double kNever = 1e9;  // seconds: a floor for counts no rank has
-  std::vector<long long> members(t.dims.size());
-  for (std::size_t d = 0; d < t.dims.size(); ++d) {
-    members[d] = std::min<long long>(t.dims[d].size, b.kmax);
+  std::vector<long long> members(traffic.dims.size());
+  for (std::size_t d = 0; d < traffic.dims.size(); ++d) {
+    members[d] = std::min<long long>(traffic.dims[d].size, summary.kmax);
   }
   const std::vector<std::size_t>& radix = setup.radix;
   // Each case's search for theta starts where the search over every placement ended.
   std::vector<double> start;
-  joint_crossing_bound(m, t, f, fi, sizes, b.host_slots, b.island_slots, b.island_kmax, {}, {},
-                       &start);
+  joint_crossing_bound(machine, traffic, by_host, by_island, sizes, summary.host_slots,
+                       summary.island_slots, summary.island_kmax, {}, {}, &start);
   double least = std::numeric_limits<double>::infinity();
   for (std::size_t c = 0; c < cases; ++c) {
-    std::vector<std::vector<double>> host = f, ring = fr, island = fi;
-    std::vector<double> at_least(t.dims.size(), 0.0);
-    std::vector<bool> rings(t.dims.size(), false);
+    Floors host = by_host, ring = by_host_ring, island = by_island;
+    std::vector<double> at_least(traffic.dims.size(), 0.0);
+    std::vector<bool> rings(traffic.dims.size(), false);
     std::vector<Range> in(split.size());
     for (std::size_t j = 0, rest = c; j < split.size(); ++j) {
       in[j] = ranges[j][rest % ranges[j].size()];
       rest /= ranges[j].size();
       const std::size_t d = split[j];
       members[d] = in[j].hi;
-      if (2 * in[j].hi < t.dims[d].size) {  // no two hosts hold a group: rings, never trees
+      if (2 * in[j].hi < traffic.dims[d].size) {  // no two hosts hold a group: rings, never trees
         rings[d] = true;
-        host[d] = fr[d];
-        for (std::size_t k = 0; k < island[d].size() && k < fr[d].size(); ++k) {
-          island[d][k] = std::max(island[d][k], fr[d][k]);  // islands are hosts here
+        host[d] = by_host_ring[d];
+        for (std::size_t k = 0; k < island[d].size() && k < by_host_ring[d].size(); ++k) {
+          island[d][k] = std::max(island[d][k], by_host_ring[d][k]);  // islands are hosts here
         }
       }
       for (auto* v : {&host[d], &ring[d], &island[d]}) {
@@ -287,14 +285,14 @@ double ecmp_case_bound(const Machine& m, const Traffic& t, const BoundMachine& b
       double here = std::numeric_limits<double>::infinity();
       for (long long k = in[j].lo; k <= in[j].hi; ++k) here = std::min(here, host[d][k - 1]);
       at_least[d] = std::max(at_least[d], here);
-      const long long peers = b.kmax / in[j].lo;
+      const long long peers = summary.kmax / in[j].lo;
       for (std::size_t e : radix) {
         if (e == d) continue;
         const auto top = static_cast<std::size_t>(std::min<long long>(peers, std::ssize(host[e])));
         at_least[e] = std::max(at_least[e], prefix_min(host[e])[top - 1]);
       }
     }
-    for (std::size_t d = 0; d < t.dims.size(); ++d) {
+    for (std::size_t d = 0; d < traffic.dims.size(); ++d) {
       for (auto* v : {&host[d], &ring[d], &island[d]}) {
         for (double& y : *v) y = std::max(y, at_least[d]);
       }
@@ -303,17 +301,19 @@ double ecmp_case_bound(const Machine& m, const Traffic& t, const BoundMachine& b
     auto walk_case = [&](const Floors& h, const Floors& r, const Floors& i) {
       double v = walk(h, r, i);
       for (std::size_t j = 0; j < split.size(); ++j) {
-        v = std::max(v, member_peers_floor(h, sizes, radix, split[j], b.kmax, in[j].lo, in[j].hi));
+        v = std::max(
+            v, member_peers_floor(h, sizes, radix, split[j], summary.kmax, in[j].lo, in[j].hi));
       }
       return v;
     };
     std::vector<double> seed = start;
-    double v = std::max(walk_case(host, ring, island),
-                        joint_crossing_bound(m, t, host, island, sizes, b.host_slots,
-                                             b.island_slots, b.island_kmax, rings, members, &seed));
+    double v = std::max(
+        walk_case(host, ring, island),
+        joint_crossing_bound(machine, traffic, host, island, sizes, summary.host_slots,
+                             summary.island_slots, summary.island_kmax, rings, members, &seed));
     if (v < least) {  // the whole cuts can only raise it
-      v = std::max(v,
-                   cut_case_bound(m, t, b, host, ring, island, rings, cuts, v, walk_case, members));
+      v = std::max(v, cut_case_bound(machine, traffic, summary, host, ring, island, rings, cuts, v,
+                                     walk_case, members));
     }
     least = std::min(least, v);
   }

@@ -24,15 +24,16 @@ namespace {
 // flow between hosts of one domain uses NVLink and loads no uplink). A level whose groups do not
 // nest inside the next level's is left out, and so are the levels above it: the routing stops
 // climbing at the first level where both hosts share a group.
-std::vector<CrossTier> cross_tiers(const Machine& m, const std::vector<long long>& host_slots) {
+std::vector<CrossTier> cross_tiers(const Machine& machine,
+                                   const std::vector<long long>& host_slots) {
   std::vector<CrossTier> tiers;
-  const std::vector<double> host_ports = host_port_capacity(m);
+  const std::vector<double> host_ports = host_port_capacity(machine);
   auto add_tier = [&](const std::vector<std::size_t>& bin_of_host, std::size_t bins,
                       const std::vector<double>& bin_cap,
                       const std::vector<std::uint32_t>& bin_links) {
     CrossTier tier;
     std::vector<long long> slots(bins, 0);
-    for (std::size_t h = 0; h < m.hosts.size(); ++h) slots[bin_of_host[h]] += host_slots[h];
+    for (std::size_t h = 0; h < machine.hosts.size(); ++h) slots[bin_of_host[h]] += host_slots[h];
     for (std::size_t b = 0; b < bins; ++b) {
       if (slots[b] == 0) continue;
       tier.slots.push_back(slots[b]);
@@ -53,9 +54,9 @@ std::vector<CrossTier> cross_tiers(const Machine& m, const std::vector<long long
       return x;
     };
     std::map<int, std::size_t> domain_key;
-    for (std::size_t h = 0; h < m.hosts.size(); ++h) {
-      if (m.domain_of_host[h] < 0) continue;
-      auto [it, fresh] = domain_key.emplace(m.domain_of_host[h], key[h]);
+    for (std::size_t h = 0; h < machine.hosts.size(); ++h) {
+      if (machine.domain_of_host[h] < 0) continue;
+      auto [it, fresh] = domain_key.emplace(machine.domain_of_host[h], key[h]);
       if (!fresh) parent[root(key[h])] = root(it->second);
     }
     std::vector<std::size_t> dense(keys, keys);
@@ -78,12 +79,12 @@ std::vector<CrossTier> cross_tiers(const Machine& m, const std::vector<long long
     }
     add_tier(key, bins, cap, links);
   };
-  std::vector<std::size_t> by_host(m.hosts.size());
+  std::vector<std::size_t> by_host(machine.hosts.size());
   std::iota(by_host.begin(), by_host.end(), 0);
-  merge_domains(by_host, m.hosts.size(), host_ports, {});
-  const std::size_t nest = nested_levels(m);
+  merge_domains(by_host, machine.hosts.size(), host_ports, {});
+  const std::size_t nest = nested_levels(machine);
   for (std::size_t l = 0; l < nest; ++l) {
-    const NetLevel& nl = m.levels[l];
+    const NetLevel& nl = machine.levels[l];
     std::vector<double> cap(nl.uplink_gbps.size());
     for (std::size_t g = 0; g < cap.size(); ++g) cap[g] = nl.uplink_gbps[g] * kGB;
     std::vector<std::uint32_t> links;
@@ -156,108 +157,112 @@ double least_flow_bytes(const DimTraffic& dt, long long members, std::uint32_t p
 
 // The dims with more than one member, innermost first, when they tile the ranks as a mixed radix
 // (stride of each = product of the sizes inside it, product = world); empty otherwise.
-std::vector<std::size_t> radix_dims(const Traffic& t) {
+std::vector<std::size_t> radix_dims(const Traffic& traffic) {
   std::vector<std::size_t> idx;
-  for (std::size_t d = 0; d < t.dims.size(); ++d) {
-    if (t.dims[d].size > 1) idx.push_back(d);
+  for (std::size_t d = 0; d < traffic.dims.size(); ++d) {
+    if (traffic.dims[d].size > 1) idx.push_back(d);
   }
-  std::sort(idx.begin(), idx.end(),
-            [&](std::size_t a, std::size_t b) { return t.dims[a].stride < t.dims[b].stride; });
+  std::sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) {
+    return traffic.dims[a].stride < traffic.dims[b].stride;
+  });
   long long expect = 1;
   for (std::size_t d : idx) {
-    if (t.dims[d].stride != expect) return {};
-    expect *= t.dims[d].size;
+    if (traffic.dims[d].stride != expect) return {};
+    expect *= traffic.dims[d].size;
   }
-  if (expect != t.world) return {};
+  if (expect != traffic.world) return {};
   return idx;
 }
 
 // How many levels, from the lowest, nest: hosts sharing a level l-1 group share their level l
 // group. Routing climbs to the first level where two hosts share a group, so a flow between
 // hosts of different groups of a nesting level l reaches above l.
-std::size_t nested_levels(const Machine& m) {
-  for (std::size_t l = 1; l < m.levels.size(); ++l) {
-    std::vector<long long> up(m.levels[l - 1].uplink_gbps.size(), -1);
-    for (std::size_t h = 0; h < m.hosts.size(); ++h) {
-      auto& u = up[m.levels[l - 1].group_of_host[h]];
-      const auto g = static_cast<long long>(m.levels[l].group_of_host[h]);
+std::size_t nested_levels(const Machine& machine) {
+  for (std::size_t l = 1; l < machine.levels.size(); ++l) {
+    std::vector<long long> up(machine.levels[l - 1].uplink_gbps.size(), -1);
+    for (std::size_t h = 0; h < machine.hosts.size(); ++h) {
+      auto& u = up[machine.levels[l - 1].group_of_host[h]];
+      const auto g = static_cast<long long>(machine.levels[l].group_of_host[h]);
       if (u >= 0 && u != g) return l;
       u = g;
     }
   }
-  return m.levels.size();
+  return machine.levels.size();
 }
 
 // `rings`, where given: dims known to run no group as a two-node tree, so each group a place cuts
 // sends V out; `members`, where given: per dim, the most members of one group any NCCL node holds
 // (else its size, at most kmax), which bounds how finely a ring's hop is cut into flows.
-bool cross_setup(const Machine& m, const Traffic& t, const std::vector<long long>& host_slots,
-                 long long kmax, const std::vector<bool>& rings, CrossSetup* s,
+bool cross_setup(const Machine& machine, const Traffic& traffic,
+                 const std::vector<long long>& host_slots, long long kmax,
+                 const std::vector<bool>& rings, CrossSetup* setup,
                  const std::vector<long long>& members) {
-  if (static_cast<long long>(m.slots.size()) != t.world) return false;  // every slot a rank
-  s->radix = radix_dims(t);
-  if (s->radix.empty()) return false;
-  for (auto& tier : cross_tiers(m, host_slots)) {
+  // Every slot a rank.
+  if (static_cast<long long>(machine.slots.size()) != traffic.world) return false;
+  setup->radix = radix_dims(traffic);
+  if (setup->radix.empty()) return false;
+  for (auto& tier : cross_tiers(machine, host_slots)) {
     const long long most = *std::max_element(tier.slots.begin(), tier.slots.end());
     // A tier of one place, or one without a real uplink limit, is crossed by nothing.
     if (tier.slots.size() < 2 || most > kCutSlots || tier.total_cap >= kUnlimitedGbps * kGB) {
       continue;
     }
-    s->cmax = std::max(s->cmax, most);
-    s->tiers.push_back(std::move(tier));
+    setup->cmax = std::max(setup->cmax, most);
+    setup->tiers.push_back(std::move(tier));
   }
-  if (s->tiers.empty()) return false;
+  if (setup->tiers.empty()) return false;
   // Bytes a d-group that a place meets but does not hold sends out of the place, at least: a
   // ring hands the ring to a host off the place at least once (V), an all-to-all member pair
   // split j | n-j sends j (n-j) S/n >= (n-1) S/n, a pipeline chain crosses the edge once (S).
-  const std::vector<std::size_t>& radix = s->radix;
-  s->n.assign(radix.size(), 0);
-  s->out.assign(radix.size(), 0.0);
+  const std::vector<std::size_t>& radix = setup->radix;
+  setup->n.assign(radix.size(), 0);
+  setup->out.assign(radix.size(), 0.0);
   for (std::size_t i = 0; i < radix.size(); ++i) {
-    const DimTraffic& dt = t.dims[radix[i]];
-    s->n[i] = dt.size;
+    const DimTraffic& dt = traffic.dims[radix[i]];
+    setup->n[i] = dt.size;
     const double nd = static_cast<double>(dt.size);
     if (dt.bytes <= 0) continue;
     if (dt.pattern == Pattern::kRing) {
       const bool ring = !rings.empty() && rings[radix[i]];
-      s->out[i] = ring ? internal::ring_volume(dt.size, dt.bytes) : any_split_hop(dt, kmax);
+      setup->out[i] = ring ? internal::ring_volume(dt.size, dt.bytes) : any_split_hop(dt, kmax);
     } else if (dt.pattern == Pattern::kAllToAll) {
-      s->out[i] = (nd - 1) / nd * dt.bytes;
+      setup->out[i] = (nd - 1) / nd * dt.bytes;
     } else {
-      s->out[i] = dt.bytes;
+      setup->out[i] = dt.bytes;
     }
-    s->live.push_back(i);
+    setup->live.push_back(i);
   }
-  if (s->live.empty()) return false;
+  if (setup->live.empty()) return false;
   // ECMP: a dim's time on a place's uplink is its exit load / cap times E(F, L), E falling as the
   // effective flow count F grows, and F is at most the flows the place's ranks can send up: per
   // rank one ring or tree hop to the next node, two pipeline neighbours, n-1 all-to-all peers,
   // each cut into at most `pieces` (the most ports a GPU or a PXN relay has); the most over the
   // dims is kept per place (ecmp_exit() prices the exit load with it).
   std::uint32_t pieces = 1;
-  for (const Slot& sl : m.slots) pieces = std::max(pieces, sl.ports.count);
-  for (const PortRange& r : m.relay_ranges) pieces = std::max(pieces, r.count);
-  s->flow.assign(radix.size(), 0.0);
-  for (std::size_t i : s->live) {
+  for (const Slot& sl : machine.slots) pieces = std::max(pieces, sl.ports.count);
+  for (const PortRange& r : machine.relay_ranges) pieces = std::max(pieces, r.count);
+  setup->flow.assign(radix.size(), 0.0);
+  for (std::size_t i : setup->live) {
     const std::size_t d = radix[i];
-    const long long most = members.empty() ? std::min<long long>(t.dims[d].size, kmax) : members[d];
-    s->flow[i] = least_flow_bytes(t.dims[d], most, pieces);
+    const long long most =
+        members.empty() ? std::min<long long>(traffic.dims[d].size, kmax) : members[d];
+    setup->flow[i] = least_flow_bytes(traffic.dims[d], most, pieces);
   }
-  s->flows.assign(s->tiers.size(), {});
-  for (std::size_t ti = 0; ti < s->tiers.size(); ++ti) {
-    const CrossTier& tier = s->tiers[ti];
-    s->flows[ti].assign(tier.slots.size(), 0.0);
+  setup->flows.assign(setup->tiers.size(), {});
+  for (std::size_t ti = 0; ti < setup->tiers.size(); ++ti) {
+    const CrossTier& tier = setup->tiers[ti];
+    setup->flows[ti].assign(tier.slots.size(), 0.0);
     for (std::size_t b = 0; b < tier.slots.size(); ++b) {
       if (tier.links[b] <= 1) continue;
       double most = 0;
-      for (std::size_t i : s->live) {
-        const DimTraffic& dt = t.dims[radix[i]];
+      for (std::size_t i : setup->live) {
+        const DimTraffic& dt = traffic.dims[radix[i]];
         const double per_rank = dt.pattern == Pattern::kAllToAll   ? dt.size - 1.0
                                 : dt.pattern == Pattern::kPipeline ? 2.0
                                                                    : 1.0;
         most = std::max(most, static_cast<double>(tier.slots[b]) * per_rank * pieces);
       }
-      s->flows[ti][b] = most;
+      setup->flows[ti][b] = most;
     }
   }
   return true;
@@ -269,29 +274,28 @@ bool cross_setup(const Machine& m, const Traffic& t, const std::vector<long long
 // E never rises with F, so u E(min(most, max(1, u / least))) bounds each dim's term; it never
 // falls as u grows and its ratio to u never rises, so it is subadditive: the dims' terms
 // together are at least its value at their summed load, and at any floor h under that sum.
-double ecmp_exit(double h, double least, double most, std::uint32_t links) {
-  if (links <= 1 || h <= 0) return h;
+double ecmp_exit(double load, double least, double most, std::uint32_t links) {
+  if (links <= 1 || load <= 0) return load;
   double flows = most;
-  if (least > 0) flows = std::min(most, std::max(1.0, h / least));
-  return h * internal::ecmp_factor(flows, links);
+  if (least > 0) flows = std::min(most, std::max(1.0, load / least));
+  return load * internal::ecmp_factor(flows, links);
 }
 
 // The joint crossing bound. For any theta in [0,1]^D, sum_d T_d = sum_d theta_d T_d +
 // sum_d (1 - theta_d) T_d: the first part is at least the walk bound over the floors scaled by
 // theta, the second at least the crossing bound with each dim's bytes scaled by 1 - theta (each
 // part minimized over placements on its own). Every theta gives a true bound; a coordinate
-// search picks a good one. `f`, `fi`: the walk's host and island floors; `rings`, `members`: as
-// cross_setup() takes them; `seed`, where given: a theta to start from, and the best one found.
-double joint_crossing_bound(const Machine& m, const Traffic& t,
-                            const std::vector<std::vector<double>>& f,
-                            const std::vector<std::vector<double>>& fi,
-                            const std::vector<long long>& sizes,
+// search picks a good one. `by_host`, `by_island`: the walk's host and island floors; `rings`,
+// `members`: as cross_setup() takes them; `seed`, where given: a theta to start from, and the best
+// one found.
+double joint_crossing_bound(const Machine& machine, const Traffic& traffic, const Floors& by_host,
+                            const Floors& by_island, const std::vector<long long>& sizes,
                             const std::vector<long long>& host_slots,
                             const std::vector<long long>& island_slots, long long kmax,
                             const std::vector<bool>& rings, const std::vector<long long>& members,
                             std::vector<double>* seed) {
   CrossSetup setup;
-  if (!cross_setup(m, t, host_slots, kmax, rings, &setup, members)) return 0;
+  if (!cross_setup(machine, traffic, host_slots, kmax, rings, &setup, members)) return 0;
   const std::vector<double>& flow = setup.flow;
   const std::vector<std::size_t>& radix = setup.radix;
   const std::vector<long long>& n = setup.n;
@@ -300,27 +304,30 @@ double joint_crossing_bound(const Machine& m, const Traffic& t,
   const std::vector<CrossTier>& tiers = setup.tiers;
   const long long cmax = setup.cmax;
   constexpr std::size_t kPlaceSizes = 32;
-  std::vector<std::vector<double>> fs = f, fis = fi;
-  std::vector<double> w(radix.size());
+  Floors scaled_by_host = by_host, scaled_by_island = by_island;
+  std::vector<double> weights(radix.size());
   std::vector<double> full_cut;                        // least_cut at theta = 0
   auto eval = [&](const std::vector<double>& theta) {  // theta per radix index
     for (std::size_t i = 0; i < radix.size(); ++i) {
       const std::size_t d = radix[i];
-      for (std::size_t k = 0; k < f[d].size(); ++k) fs[d][k] = theta[i] * f[d][k];
-      for (std::size_t k = 0; k < fi[d].size(); ++k) fis[d][k] = theta[i] * fi[d][k];
-      w[i] = (1 - theta[i]) * out[i];
+      for (std::size_t k = 0; k < by_host[d].size(); ++k)
+        scaled_by_host[d][k] = theta[i] * by_host[d][k];
+      for (std::size_t k = 0; k < by_island[d].size(); ++k)
+        scaled_by_island[d][k] = theta[i] * by_island[d][k];
+      weights[i] = (1 - theta[i]) * out[i];
     }
-    const double walk = std::max(least_sum_over(fs, sizes, host_slots, kPlaceSizes, true),
-                                 least_sum_over(fis, sizes, island_slots, kPlaceSizes, true));
+    const double walk =
+        std::max(least_sum_over(scaled_by_host, sizes, host_slots, kPlaceSizes, true),
+                 least_sum_over(scaled_by_island, sizes, island_slots, kPlaceSizes, true));
     // least_cut is a least sum of w-weighted counts: scaling every weight by one factor scales
     // it alike, so a theta common to all dims reuses the cut at full weight.
-    std::vector<double> h;
+    std::vector<double> cut;
     if (std::all_of(theta.begin(), theta.end(), [&](double x) { return x == theta[0]; })) {
       if (full_cut.empty()) full_cut = least_cut(n, out, cmax);
-      h = full_cut;
-      for (double& x : h) x *= 1 - theta[0];
+      cut = full_cut;
+      for (double& x : cut) x *= 1 - theta[0];
     } else {
-      h = least_cut(n, w, cmax);
+      cut = least_cut(n, weights, cmax);
     }
     // A dim's share (1 - theta_d) of its exit load u_d = (1 - theta_d) l_d has flows of at least
     // flow_d bytes each, so F_d <= l_d / flow_d = u_d / ((1 - theta_d) flow_d) (ecmp_exit()).
@@ -334,7 +341,7 @@ double joint_crossing_bound(const Machine& m, const Traffic& t,
       double sum = 0;
       for (std::size_t b = 0; b < tier.slots.size(); ++b) {
         // time_d >= this place's exit load / cap (x ECMP's expected worst link)
-        const double load = h[static_cast<std::size_t>(tier.slots[b])];
+        const double load = cut[static_cast<std::size_t>(tier.slots[b])];
         const double hb = ecmp_exit(load, least, setup.flows[ti][b], tier.links[b]);
         sum += hb;
         cross = std::max(cross, hb / tier.cap[b]);
@@ -348,8 +355,8 @@ double joint_crossing_bound(const Machine& m, const Traffic& t,
   double best = eval(theta);
   double same = 1.0;
   for (int g = 0; g < 10; ++g) {
-    std::vector<double> u(radix.size(), g * 0.1);
-    const double x = eval(u);
+    std::vector<double> common(radix.size(), g * 0.1);
+    const double x = eval(common);
     if (x > best) {
       best = x;
       same = g * 0.1;

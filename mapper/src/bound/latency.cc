@@ -23,35 +23,36 @@ namespace topoaware::mapper::internal {
 // level l over a leaf's. A switch of one host then prices a group split over hosts (a two-host
 // TP tree) at the latency it pays. The walk runs on each level's places, without NVLink domains
 // (a flow between hosts of one domain reaches no switch).
-double level_latency_bound(const Machine& m, const Traffic& t, const BoundMachine& b,
-                           const std::vector<std::vector<double>>& f,
-                           const std::vector<std::vector<double>>& fr,
-                           const std::vector<long long>& sizes, bool full,
-                           const std::vector<std::vector<double>>* partner_f, std::size_t loose,
+double level_latency_bound(const Machine& machine, const Traffic& traffic,
+                           const BoundMachine& summary, const Floors& by_host,
+                           const Floors& by_host_ring, const std::vector<long long>& sizes,
+                           bool full, const Floors* partner_by_host, std::size_t loose,
                            long long middle) {
-  if (!full || b.has_domains) return 0;
+  if (!full || summary.has_domains) return 0;
   constexpr std::size_t kPlaceSizes = 32;
   double best = 0;
-  const std::size_t nest = nested_levels(m);
+  const std::size_t nest = nested_levels(machine);
   for (std::size_t l = 0; l < nest; ++l) {
     double above = std::numeric_limits<double>::infinity();
-    for (std::size_t r = l + 2; r < std::max<std::size_t>(m.reach_latency_us.size(), l + 3); ++r) {
-      above = std::min(above, internal::reach_latency_us(m, static_cast<int>(r)));
+    for (std::size_t r = l + 2; r < std::max<std::size_t>(machine.reach_latency_us.size(), l + 3);
+         ++r) {
+      above = std::min(above, internal::reach_latency_us(machine, static_cast<int>(r)));
     }
-    if (!(above > b.lat_network)) continue;
-    std::vector<long long> slots(m.levels[l].uplink_gbps.size(), 0);
-    for (const auto& sl : m.slots) ++slots[m.levels[l].group_of_host[sl.host]];
+    if (!(above > summary.lat_network)) continue;
+    std::vector<long long> slots(machine.levels[l].uplink_gbps.size(), 0);
+    for (const auto& sl : machine.slots) ++slots[machine.levels[l].group_of_host[sl.host]];
     const long long cmax = std::min(*std::max_element(slots.begin(), slots.end()), kCutSlots);
-    const std::size_t D = t.dims.size();
-    std::vector<std::vector<double>> ring(D), any(D);
-    for (std::size_t d = 0; d < D; ++d) {
-      const DimTraffic& dt = t.dims[d];
+    const std::size_t dims = traffic.dims.size();
+    Floors ring(dims), any(dims);
+    for (std::size_t d = 0; d < dims; ++d) {
+      const DimTraffic& dt = traffic.dims[d];
       if (dt.size <= 1 || dt.bytes <= 0) {
         ring[d] = any[d] = {0.0};
         continue;
       }
-      const double extra = dt.calls * latency_steps(dt) * (above - b.lat_network) * 1e-6;
-      const std::vector<double> f_min = prefix_min(f[d]), fr_min = prefix_min(fr[d]);
+      const double extra = dt.calls * latency_steps(dt) * (above - summary.lat_network) * 1e-6;
+      const std::vector<double> f_min = prefix_min(by_host[d]),
+                                fr_min = prefix_min(by_host_ring[d]);
       const auto kcap = static_cast<std::size_t>(std::min<long long>(dt.size, cmax));
       ring[d].resize(kcap);
       any[d].resize(kcap);
@@ -63,7 +64,8 @@ double level_latency_bound(const Machine& m, const Traffic& t, const BoundMachin
         }
         ring[d][k - 1] = fr_min[std::min(k, fr_min.size()) - 1] + extra;
         any[d][k - 1] = ring[d][k - 1];
-        if (k <= f[d].size()) any[d][k - 1] = std::min(any[d][k - 1], f[d][k - 1] + extra);
+        if (k <= by_host[d].size())
+          any[d][k - 1] = std::min(any[d][k - 1], by_host[d][k - 1] + extra);
       }
       // The group's other n - k members sit under other switches, at most n - k under each.
       if (dt.pattern != Pattern::kPipeline) {
@@ -80,8 +82,8 @@ double level_latency_bound(const Machine& m, const Traffic& t, const BoundMachin
     std::map<long long, double> value;  // per place size; 0 where not searched
     for (long long c : place_sizes(slots, kPlaceSizes)) {
       if (c > kCutSlots) break;  // the search grows with c; small switches are where it tells
-      value[c] = least_sum_trees(ring, any, sizes, c, b.kmax, true, full,
-                                 partner_f ? partner_f : &f, loose);
+      value[c] = least_sum_trees(ring, any, sizes, c, summary.kmax, true, full,
+                                 partner_by_host ? partner_by_host : &by_host, loose);
     }
     if (loose == kNoDim) {
       for (const auto& [c, v] : value) best = std::max(best, v);

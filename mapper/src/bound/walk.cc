@@ -21,20 +21,21 @@ namespace {
 // m and the others of m to n each, so the rest, `ranks` - m, is a sum of such counts. The ranks
 // counted are those of the place's quotient by the dims it holds whole (c over their sizes'
 // product): the lines there have the same counts. A line of j members holds ranks with j members
-// of their group on the place, so the dim takes at least f[j-1] (f: the dim's floors for the
+// of their group on the place, so the dim takes at least floors[j-1] (the dim's floors for the
 // place's kind). Returns the least, over the ways to cut the rest into lines, of the largest
-// floor among all lines, f[m-1] included, or -1 where no way exists: a place of 9 ranks in the
+// floor among all lines, floors[m-1] included, or -1 where no way exists: a place of 9 ranks in the
 // quotient cuts tp=4 into lines of 2 and more only with one of 3.
-double place_lines_floor(const std::vector<double>& f, long long ranks, long long m, long long n) {
-  const double own = f[static_cast<std::size_t>(m - 1)];
+double place_lines_floor(const std::vector<double>& floors, long long ranks, long long m,
+                         long long n) {
+  const double own = floors[static_cast<std::size_t>(m - 1)];
   if (m >= n) return own;
   const long long rest = ranks - m;
   if (rest < 0) return -1;
   if (rest % m == 0) return own;  // lines of m alone (or none)
-  const long long top = std::min({n, static_cast<long long>(f.size()), rest});
+  const long long top = std::min({n, static_cast<long long>(floors.size()), rest});
   bool dearer = false;  // some count's floor above the fewest's
   for (long long j = m + 1; j <= top && !dearer; ++j) {
-    dearer = f[static_cast<std::size_t>(j - 1)] > own;
+    dearer = floors[static_cast<std::size_t>(j - 1)] > own;
   }
   const bool fit = (rest + top - 1) / top <= rest / m;  // t lines of m..top: t m <= rest <= t top
   if (!fit) return -1;
@@ -47,7 +48,7 @@ double place_lines_floor(const std::vector<double>& f, long long ranks, long lon
     std::bitset<256> reach;
     reach[0] = true;
     for (long long j = m; j <= top; ++j) {
-      if (f[static_cast<std::size_t>(j - 1)] > v) continue;
+      if (floors[static_cast<std::size_t>(j - 1)] > v) continue;
       for (long long step = j; step <= rest; step *= 2) {
         reach |= reach << static_cast<std::size_t>(step);
       }
@@ -58,7 +59,7 @@ double place_lines_floor(const std::vector<double>& f, long long ranks, long lon
   // The least v that makes it up is one of the counts' floors above `own`.
   double best = std::numeric_limits<double>::infinity();
   for (long long j = m; j <= top; ++j) {
-    const double v = f[static_cast<std::size_t>(j - 1)];
+    const double v = floors[static_cast<std::size_t>(j - 1)];
     if (v > own && v < best && make_up(v)) best = v;
   }
   return best;
@@ -69,11 +70,10 @@ double place_lines_floor(const std::vector<double>& f, long long ranks, long lon
 // place) have a product of sizes dividing c and each m_d fits the place's lines, each dim then
 // taking the larger of f_d(m_d) and its other lines' floor (place_lines_floor; the walk
 // argument in docs/mapper.md). Dims whose f is a single zero constrain nothing.
-double least_sum(const std::vector<std::vector<double>>& f, const std::vector<long long>& n,
-                 long long c, bool full) {
+double least_sum(const Floors& floors, const std::vector<long long>& n, long long c, bool full) {
   std::vector<std::size_t> live;
-  for (std::size_t d = 0; d < f.size(); ++d) {
-    if (f[d].size() > 1 || (f[d].size() == 1 && f[d][0] > 0)) live.push_back(d);
+  for (std::size_t d = 0; d < floors.size(); ++d) {
+    if (floors[d].size() > 1 || (floors[d].size() == 1 && floors[d][0] > 0)) live.push_back(d);
   }
   if (live.empty()) return 0;
   c = std::max(1LL, c);
@@ -85,7 +85,7 @@ double least_sum(const std::vector<std::vector<double>>& f, const std::vector<lo
     if (i == live.size()) {
       double total = sum;
       for (std::size_t j = 0; full && j < live.size(); ++j) {
-        const auto& fj = f[live[j]];
+        const auto& fj = floors[live[j]];
         const double lines = place_lines_floor(fj, c / whole, pick[j], n[live[j]]);
         if (lines < 0) return;
         total += lines - fj[static_cast<std::size_t>(pick[j] - 1)];
@@ -93,7 +93,7 @@ double least_sum(const std::vector<std::vector<double>>& f, const std::vector<lo
       best = std::min(best, total);
       return;
     }
-    const auto& fd = f[live[i]];
+    const auto& fd = floors[live[i]];
     const long long nd = n[live[i]];
     for (long long k = 1; k <= room && k <= static_cast<long long>(fd.size()); ++k) {
       long long w = whole;
@@ -152,10 +152,9 @@ double middle_stage_bound(const std::vector<long long>& slots, long long middle,
 // `loose`: a dim whose m is not the fewest over the place's ranks but over some of them (a
 // pipeline's middle stages, middle_stage_bound()): it counts in the product, but its lines need
 // not fit and it never closes the place.
-double least_sum_trees(const std::vector<std::vector<double>>& ring,
-                       const std::vector<std::vector<double>>& any, const std::vector<long long>& n,
+double least_sum_trees(const Floors& ring, const Floors& any, const std::vector<long long>& n,
                        long long c, long long kmax, bool partners, bool full,
-                       const std::vector<std::vector<double>>* host_any, std::size_t loose) {
+                       const Floors* host_any, std::size_t loose) {
   std::vector<std::size_t> live;
   for (std::size_t d = 0; d < any.size(); ++d) {
     if (any[d].size() > 1 || (any[d].size() == 1 && any[d][0] > 0)) live.push_back(d);
@@ -164,11 +163,13 @@ double least_sum_trees(const std::vector<std::vector<double>>& ring,
   c = std::max(1LL, c);
   // g[e][q]: the least floor of dim e with at most kmax / q members on a host (`host_any`: the
   // host floors, where the place is larger than a host).
-  const auto& hf = host_any ? *host_any : any;
-  auto g = [&](std::size_t e, long long q) {
-    const long long most = std::min<long long>(static_cast<long long>(hf[e].size()), kmax / q);
+  const auto& partner_floors = host_any ? *host_any : any;
+  auto partner_floor = [&](std::size_t e, long long q) {
+    const long long most =
+        std::min<long long>(static_cast<long long>(partner_floors[e].size()), kmax / q);
     double v = std::numeric_limits<double>::infinity();
-    for (long long j = 1; j <= most; ++j) v = std::min(v, hf[e][static_cast<std::size_t>(j - 1)]);
+    for (long long j = 1; j <= most; ++j)
+      v = std::min(v, partner_floors[e][static_cast<std::size_t>(j - 1)]);
     return most >= 1 ? v : 0.0;
   };
   double best = std::numeric_limits<double>::infinity();
@@ -185,7 +186,7 @@ double least_sum_trees(const std::vector<std::vector<double>>& ring,
     }
     for (const auto& [d, q] : trees) {
       for (std::size_t e : live) {
-        if (partners && e != d) clamp[e] = std::max(clamp[e], g(e, q));
+        if (partners && e != d) clamp[e] = std::max(clamp[e], partner_floor(e, q));
       }
     }
     double sum = 0;
@@ -200,24 +201,25 @@ double least_sum_trees(const std::vector<std::vector<double>>& ring,
       return;
     }
     const std::size_t d = live[i];
-    const auto& fa = any[d];
-    const auto& fr = ring[d];
+    const auto& any_floors = any[d];
+    const auto& ring_floors = ring[d];
     const long long nd = n[d];
-    for (long long k = 1; k <= room && k <= static_cast<long long>(fa.size()); ++k) {
+    for (long long k = 1; k <= room && k <= static_cast<long long>(any_floors.size()); ++k) {
       long long w = whole;
       if (k == nd && d != loose) {
         w *= nd;
         if (full && c % w != 0) continue;  // a place closed under these holds a multiple of w
       }
       const auto at = static_cast<std::size_t>(k - 1);
-      const double r = at < fr.size() ? fr[at] : fa[at];
+      const double ring_value = at < ring_floors.size() ? ring_floors[at] : any_floors[at];
       pick[d] = k;
-      val[d] = r;
-      self(self, i + 1, room / k, w, partial + r);
-      if (fa[at] < r && k < nd) {  // a two-node tree is cheaper, with its partner's floors
-        val[d] = fa[at];
+      val[d] = ring_value;
+      self(self, i + 1, room / k, w, partial + ring_value);
+      // A two-node tree is cheaper, with its partner's floors.
+      if (any_floors[at] < ring_value && k < nd) {
+        val[d] = any_floors[at];
         trees.emplace_back(d, nd - k);
-        self(self, i + 1, room / k, w, partial + fa[at]);
+        self(self, i + 1, room / k, w, partial + any_floors[at]);
         trees.pop_back();
       }
     }
@@ -238,10 +240,11 @@ std::vector<long long> place_sizes(std::vector<long long> slots, std::size_t max
 // The largest least_sum over places of the given slot counts (each place gives a true bound;
 // the divisibility condition makes the smallest place not always the best). At most
 // `max_sizes` distinct sizes, the smallest, keep it cheap.
-double least_sum_over(const std::vector<std::vector<double>>& f, const std::vector<long long>& n,
+double least_sum_over(const Floors& floors, const std::vector<long long>& n,
                       const std::vector<long long>& slots, std::size_t max_sizes, bool full) {
   double best = 0;
-  for (long long c : place_sizes(slots, max_sizes)) best = std::max(best, least_sum(f, n, c, full));
+  for (long long c : place_sizes(slots, max_sizes))
+    best = std::max(best, least_sum(floors, n, c, full));
   return best;
 }
 

@@ -175,10 +175,12 @@ std::vector<std::vector<CutVector>> cut_vectors(const std::vector<long long>& n,
 // peeled last (each is a lower cover of its own, and they differ: on `3tier-4:1/whole tp=8,cp=4`
 // the bound is 1.1238 s with DP outermost, 1.2043 s with CP or TP), or none where that bound
 // does not apply (not every slot holds a rank, no radix dims, no tier to cross).
-std::vector<CutSets> place_cut_vectors(const Machine& m, const Traffic& t, const BoundMachine& b,
-                                       bool full, std::size_t most_counted) {
+std::vector<CutSets> place_cut_vectors(const Machine& machine, const Traffic& traffic,
+                                       const BoundMachine& summary, bool full,
+                                       std::size_t most_counted) {
   CrossSetup setup;
-  if (!full || !cross_setup(m, t, b.host_slots, b.island_kmax, {}, &setup)) return {};
+  if (!full || !cross_setup(machine, traffic, summary.host_slots, summary.island_kmax, {}, &setup))
+    return {};
   // Past kCutDims radix dims the cuts no other is below are too many (too slow): the heaviest
   // (bytes a cut group sends out) are counted, the others peeled first and left uncounted, which
   // drops a coordinate of every vector (still a lower cover of the counted ones).
@@ -214,7 +216,7 @@ std::vector<CutSets> place_cut_vectors(const Machine& m, const Traffic& t, const
     sets.pairs.assign(dims, false);
     for (std::size_t i = 0, next = 0; i < dims; ++i) {
       if (counted[i]) sets.coord[i] = static_cast<int>(next++);
-      const DimTraffic& dt = t.dims[setup.radix[i]];
+      const DimTraffic& dt = traffic.dims[setup.radix[i]];
       sets.pairs[i] = dt.pattern == Pattern::kAllToAll && dt.size >= 3;
     }
     std::vector<long long> n(dims);
@@ -241,14 +243,13 @@ std::vector<CutSets> place_cut_vectors(const Machine& m, const Traffic& t, const
 // the walk and a cut minimized apart, a dim here pays the larger of the two, and the cut is one
 // set of ranks, not a mixture of cuts. `known`: a bound already proved (a place whose least
 // cannot beat it is left early).
-double cut_case_bound(const Machine& m, const Traffic& t, const BoundMachine& b,
-                      const std::vector<std::vector<double>>& f,
-                      const std::vector<std::vector<double>>& fr,
-                      const std::vector<std::vector<double>>& fi, const std::vector<bool>& rings,
-                      const std::vector<CutSets>& cuts, double known, const Walk& walk,
-                      const std::vector<long long>& members) {
+double cut_case_bound(const Machine& machine, const Traffic& traffic, const BoundMachine& summary,
+                      const Floors& by_host, const Floors& by_host_ring, const Floors& by_island,
+                      const std::vector<bool>& rings, const std::vector<CutSets>& cuts,
+                      double known, const Walk& walk, const std::vector<long long>& members) {
   CrossSetup setup;
-  if (cuts.empty() || !cross_setup(m, t, b.host_slots, b.island_kmax, rings, &setup, members)) {
+  if (cuts.empty() || !cross_setup(machine, traffic, summary.host_slots, summary.island_kmax, rings,
+                                   &setup, members)) {
     return 0;
   }
   double best = 0;
@@ -267,7 +268,7 @@ double cut_case_bound(const Machine& m, const Traffic& t, const BoundMachine& b,
         if (c >= std::ssize(sets.sets)) continue;
         // What dim i's exit load takes at least: each dim's flows apart (ecmp_exit()).
         auto raise = [&](const CutVector& p, std::size_t i) {
-          const double out = sets.bytes_out(p, i, t.dims[setup.radix[i]], setup.out[i]);
+          const double out = sets.bytes_out(p, i, traffic.dims[setup.radix[i]], setup.out[i]);
           return ecmp_exit(out, setup.flow[i], setup.flows[ti][pl], tier.links[pl]) / tier.cap[pl];
         };
         std::vector<std::pair<double, const CutVector*>> order;  // cheapest raises first
@@ -281,14 +282,14 @@ double cut_case_bound(const Machine& m, const Traffic& t, const BoundMachine& b,
                   [](const auto& x, const auto& y) { return x.first < y.first; });
         double least = std::numeric_limits<double>::infinity();
         for (const auto& [sum, p] : order) {
-          std::vector<std::vector<double>> host = f, ring = fr, island = fi;
+          Floors host = by_host, ring = by_host_ring, island = by_island;
           for (std::size_t i : setup.live) {
             const std::size_t d = setup.radix[i];
             // A group the place cuts leaves its island: the dim waits for the network too.
-            double g = raise(*p, i);
-            if (g > 0) g += network_latency(t.dims[d], b);
+            double cut_floor = raise(*p, i);
+            if (cut_floor > 0) cut_floor += network_latency(traffic.dims[d], summary);
             for (auto* v : {&host[d], &ring[d], &island[d]}) {
-              for (double& y : *v) y = std::max(y, g);
+              for (double& y : *v) y = std::max(y, cut_floor);
             }
           }
           least = std::min(least, walk(host, ring, island));
