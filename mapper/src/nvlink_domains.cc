@@ -23,7 +23,7 @@ namespace topoaware::mapper::internal {
 // group with one member on each of a block's hosts, on a part of q of them, has R - q of its R
 // members off its node, and an all-to-all's time follows the largest such count. Steps with
 // NVLink domains and whole hosts of one slot count only; else empty. Worked by hand in
-// docs/mapper.md (nvl72 findings).
+// docs/results/2026-12-06-mapper-bench.md (nvl72).
 std::vector<std::uint32_t> Mapper::domain_blocks(long long R) const {
   const Machine& m = in_.machine;
   if (R < 2 || std::none_of(m.domain_of_host.begin(), m.domain_of_host.end(),
@@ -101,7 +101,7 @@ std::vector<std::uint32_t> Mapper::domain_blocks(long long R) const {
 // each remainder (largest first) completed from one other domain (an exact fit first, else
 // the smallest that can). A stage takes C/k consecutive blocks (a domain's whole blocks come
 // in turn, so a stage of them keeps its rows inside it). Empty where it does not apply. Worked by
-// hand in docs/mapper.md (nvl72 findings).
+// hand in docs/results/2026-12-06-mapper-bench.md (nvl72).
 Assignment Mapper::column_blocks() const {
   const Traffic& t = in_.traffic;
   long long C = 0, R = 0, U = 0;
@@ -161,8 +161,8 @@ Assignment Mapper::column_blocks() const {
 // that fills the nodes in turn splits the stage by whole rows, so every column crosses with a
 // lone member or a few. Instead pick the x cells so that every row is whole or C/2 + C/2 and
 // every column whole or R/2 + R/2: both dims' crossing groups are two-node trees of even halves
-// (docs/mapper.md, nvl72 findings). Returns `a` with such stages rearranged, or nothing.
-// Called only where the step has NVLink domains (else every node is a host).
+// (docs/results/2026-12-06-mapper-bench.md, nvl72). Returns `a` with such stages rearranged, or
+// nothing. Called only where the step has NVLink domains (else every node is a host).
 Assignment Mapper::split_stages(Assignment a) const {
   const Machine& m = in_.machine;
   const Traffic& t = in_.traffic;
