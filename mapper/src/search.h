@@ -113,6 +113,8 @@ class Mapper {
     }
   };
 
+  // One refinement run (refine()): its incremental cost, the order moves are judged by, the
+  // assignment's score so far and what the budget allows; host and rank exchanges share it.
   struct Refiner {
     IncrementalCost& inc;
     const ScoreOrder& better;
