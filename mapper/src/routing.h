@@ -1,4 +1,4 @@
-// Flow routing of the cost model, shared by the full evaluation (cost.cc) and the incremental
+// Flow routing of the cost model, shared by the full evaluation (evaluate.cc) and the incremental
 // one (incremental.cc): which resources a flow between two slots loads, and which flows a
 // collective group's members exchange. One routine for both, so the two evaluations agree by
 // construction and differ only in rounding.
@@ -14,6 +14,9 @@
 namespace topoaware::mapper::internal {
 
 constexpr double kGB = 1e9;
+// What build_machine() gives a group with no uplink to charge (the top of the tree), in GB/s: no
+// limit. The lower bound reads it to tell such a group's exits from a real uplink.
+constexpr double kUnlimitedGbps = 1e9;
 
 // Resource indexes: [nv_out slots][nv_in slots][nic_out ports][nic_in ports][per level: up, down]
 struct ResourceIndex {
@@ -160,6 +163,11 @@ inline double reach_latency_us(const Machine& m, int reached) {
   const auto& v = m.reach_latency_us;
   if (v.empty()) return reached == 0 ? m.nvlink_latency_us : 2.0;
   return v[std::min<std::size_t>(static_cast<std::size_t>(reached), v.size() - 1)];
+}
+
+// Latency steps of one call of a dim: a ring's 2 (n - 1), one for an all-to-all or a stage's send.
+inline double latency_steps(const DimTraffic& d) {
+  return d.pattern == Pattern::kRing ? 2.0 * (d.size - 1.0) : 1.0;
 }
 
 // Scratch space for grouping a collective's members by NCCL node (host, or NVLink clique) in

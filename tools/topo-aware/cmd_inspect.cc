@@ -14,6 +14,7 @@
 #include "plan_io.h"
 #include "text_table.h"
 #include "topoaware/mapper/cost.h"
+#include "topoaware/mapper/plan.h"
 #include "topoaware/topology/error.h"
 
 namespace topoaware::cli {

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "topoaware/mapper/layout.h"
-#include "topoaware/mapper/plan.h"
+#include "topoaware/mapper/request.h"
 #include "topoaware/topology/fabric.h"
 #include "topoaware/topology/node.h"
 
@@ -118,6 +118,25 @@ struct Traffic {
   bool overlap = false;
 };
 Traffic job_traffic(const Layout& layout);
+
+// What evaluate() reports: the step's modeled time, per dim and per tier, and its bottleneck.
+struct TierCost {
+  std::string tier;                 // "nvlink", "host", "leaf", "spine", ...
+  double bytes = 0;                 // bytes per step crossing this tier
+};
+
+struct DimCost {
+  std::string dim;
+  double seconds = 0;
+  int groups_in_host = 0, groups_in_leaf = 0, groups_across = 0;
+};
+
+struct CostReport {
+  double seconds = 0;               // modeled communication time per step
+  std::vector<DimCost> dims;
+  std::vector<TierCost> tiers;
+  std::string bottleneck;           // the most loaded link, in words
+};
 
 // Per-resource loads of one evaluation (bytes per step summed over dims), for pictures.
 struct LinkLoad {

@@ -13,37 +13,14 @@
 #include <utility>
 #include <vector>
 
+#include "topoaware/mapper/cost.h"
 #include "topoaware/mapper/launch.h"
 #include "topoaware/mapper/layout.h"
+#include "topoaware/mapper/request.h"
 #include "topoaware/topology/fabric.h"
 #include "topoaware/topology/node.h"
 
 namespace topoaware::mapper {
-
-enum class Algorithm { kTopo, kBlock, kCyclic, kRandom };
-
-struct Request {
-  std::vector<std::string> hosts;   // the step's hosts in Slurm's node order
-  std::vector<int> tasks_per_host;  // tasks (= GPUs used) per host, Slurm's order
-  Layout layout;
-  Algorithm algorithm = Algorithm::kTopo;
-  std::uint64_t seed = 1;           // for kRandom
-  // When Slurm already bound GPUs to tasks (cgroups): per task, the physical GPU index (NVML)
-  // it holds. Empty: free choice. Non-empty: the plan permutes ranks only.
-  std::vector<int> bound_gpu;
-  double refine_budget_ms = 200;    // refinement budget (deterministic: counted in moves)
-  // Explicit refinement budget in evaluated moves (host or rank exchanges); -1: from
-  // refine_budget_ms, 100 moves by default, up to 2,000 where hosts are cut into pieces
-  // (docs/mapper.md). Either way the work of all moves is capped, never by wall time.
-  long long refine_moves = -1;
-  // A per-node launcher (torchrun, accelerate, deepspeed) starts tasks_per_host[h] workers on each
-  // host and numbers them node_rank*G + local_rank: each host's ranks must be one contiguous block.
-  // The plan then chooses only the hosts' order (NODE_RANK) and which GPU each local rank takes
-  // (CUDA_VISIBLE_DEVICES order). Not with bound_gpu.
-  bool host_blocks = false;
-  // Model the dims' communication as overlapping (Traffic::overlap); default: one after another.
-  bool overlap_dims = false;
-};
 
 struct TaskPlan {
   int task = 0;                     // SLURM_PROCID
@@ -57,24 +34,6 @@ struct TaskPlan {
   std::string netdev;               // socket interface for NCCL_SOCKET_IFNAME, when known
   std::vector<std::uint32_t> cpus;  // NUMA-local CPU set of its GPU
   std::vector<std::pair<std::string, int>> coords;  // ("tp",3), ("pp",1) ...
-};
-
-struct TierCost {
-  std::string tier;                 // "nvlink", "host", "leaf", "spine", ...
-  double bytes = 0;                 // bytes per step crossing this tier
-};
-
-struct DimCost {
-  std::string dim;
-  double seconds = 0;
-  int groups_in_host = 0, groups_in_leaf = 0, groups_across = 0;
-};
-
-struct CostReport {
-  double seconds = 0;               // modeled communication time per step
-  std::vector<DimCost> dims;
-  std::vector<TierCost> tiers;
-  std::string bottleneck;           // the most loaded link, in words
 };
 
 struct RankPlan {

@@ -1,0 +1,1239 @@
+// The lower bound (cost.h's lower_bound(), docs/mapper.md "Lower bound") against brute force: on
+// small instances every assignment of ranks to slots is scored, and the bound must not exceed the
+// best; worked cases check that each of its parts is not trivial where it should bind.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <iostream>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "small_instances.h"
+#include "topoaware/mapper/cost.h"
+#include "topoaware/mapper/layout.h"
+#include "topoaware/mapper/plan.h"
+#include "topoaware/mapper/synthetic.h"
+
+namespace topoaware::mapper {
+namespace {
+
+// The best evaluate_seconds over every split of the ranks over the hosts, each host's ranks on
+// its slots in rank order. Where a host's GPUs and ports are alike (no rails, one port a GPU,
+// one NVLink speed) a host's loads are the same whichever of its GPUs a rank takes, so this is
+// brute_force() for steps too large to permute: 12 ranks on three hosts of 4 are 34,650 splits.
+double brute_force_hosts(const Instance& in) {
+  const Machine& m = in.machine;
+  std::vector<std::vector<std::uint32_t>> slots(m.hosts.size());
+  for (std::uint32_t s = 0; s < m.slots.size(); ++s) slots[m.slots[s].host].push_back(s);
+  std::vector<std::uint32_t> host_of_rank;
+  for (std::uint32_t h = 0; h < slots.size(); ++h)
+    host_of_rank.insert(host_of_rank.end(), slots[h].size(), h);
+  std::vector<std::uint32_t> a(host_of_rank.size());
+  double best = std::numeric_limits<double>::infinity();
+  do {
+    std::vector<std::size_t> next(slots.size(), 0);
+    for (std::size_t r = 0; r < a.size(); ++r) {
+      const std::uint32_t h = host_of_rank[r];
+      a[r] = slots[h][next[h]++];
+    }
+    best = std::min(best, evaluate_seconds(m, in.traffic, a));
+  } while (std::next_permutation(host_of_rank.begin(), host_of_rank.end()));
+  return best;
+}
+
+// The bound alone against brute force: never above the optimum, and not trivial.
+void expect_bound_at_most_optimum(const Instance& in, const char* name) {
+  const double best = brute_force(in);
+  const double lb = lower_bound(in.machine, in.traffic);
+  EXPECT_LE(lb, best * (1 + 1e-12)) << name;
+  EXPECT_GT(lb, 0) << name;
+  std::cout << "  " << name << ": optimum " << best << " s, bound " << lb << " s ("
+            << lb / best * 100 << "% of optimum)\n";
+}
+
+struct BruteCase {
+  const char* name;
+  FatTreeSpec spec;
+  std::vector<int> tasks;
+  const char* layout;
+};
+
+class BruteForceTest : public ::testing::TestWithParam<BruteCase> {};
+
+TEST_P(BruteForceTest, LowerBoundAtMostOptimumAndTopoFindsIt) {
+  const BruteCase& c = GetParam();
+  Small s = small(c.spec, c.tasks, c.layout);
+  Instance in = make_instance(s.fabric, s.nodes, s.request);
+  const double best = brute_force(in);
+  const double lb = lower_bound(in.machine, in.traffic);
+  EXPECT_LE(lb, best * (1 + 1e-12)) << c.name;
+  EXPECT_GT(lb, 0) << c.name;
+  RankPlan p = plan(s.fabric, s.nodes, s.request);
+  EXPECT_NEAR(p.cost.seconds, best, best * 1e-6) << c.name;
+  EXPECT_LE(p.cost.seconds, p.block_cost.seconds) << c.name;
+  EXPECT_DOUBLE_EQ(p.lower_bound, lower_bound(in.machine, in.traffic, false));  // plan()'s: fast
+  EXPECT_LE(p.lower_bound, lb * (1 + 1e-12));
+  std::cout << "  " << c.name << ": optimum " << best << " s, topo " << p.cost.seconds
+            << " s, block " << p.block_cost.seconds << " s, bound " << lb << " s ("
+            << lb / best * 100 << "% of optimum)\n";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Small, BruteForceTest,
+    ::testing::Values(
+        BruteCase{"tp2-dp2-pp2 on 4x2, 2:1", tiny(4, 2, 2, 2), {2, 2, 2, 2}, "tp=2,dp=2,pp=2"},
+        BruteCase{"tp2-pp2-dp2 order pp-tp-dp",
+                  tiny(4, 2, 2, 2),
+                  {2, 2, 2, 2},
+                  "tp=2,pp=2,dp=2,order=pp-tp-dp"},
+        BruteCase{"fragmented 3+1+2+2, tp4 dp2", tiny(4, 2, 4, 4), {3, 1, 2, 2}, "tp=4,dp=2"},
+        BruteCase{
+            "fragmented 1+3+3+1, tp2 pp2 dp2", tiny(4, 2, 4, 2), {1, 3, 3, 1}, "tp=2,pp=2,dp=2"},
+        BruteCase{"ep4 all-to-all, dp2", tiny(4, 2, 2, 2), {2, 2, 2, 2}, "ep=4,dp=2"},
+        BruteCase{"cp2 tp2 dp2, 4:1", tiny(4, 2, 2, 4), {2, 2, 2, 2}, "tp=2,cp=2,dp=2"},
+        BruteCase{"rail-optimized 4x2", rails(tiny(4, 2, 2, 2)), {2, 2, 2, 2}, "tp=2,pp=2,dp=2"},
+        BruteCase{"NVLink domains of 2 hosts", nvl(tiny(4, 2, 2, 2), 2), {2, 2, 2, 2}, "tp=4,dp=2"},
+        BruteCase{"pipeline 8 over 4 hosts", tiny(4, 2, 2, 1), {2, 2, 2, 2}, "pp=8"},
+        BruteCase{"NVLink domains, fragmented 3+1+2+2",
+                  nvl(tiny(4, 2, 4, 2), 2),
+                  {3, 1, 2, 2},
+                  "tp=4,dp=2"},
+        BruteCase{
+            "rail-optimized fragmented, ep", rails(tiny(4, 2, 4, 2)), {3, 1, 1, 3}, "ep=4,dp=2"},
+        // The model's NCCL facts: ECMP uplinks, GPUs with two NICs, all-reduces on two hosts.
+        BruteCase{"ECMP, 2 cables a spine, 2:1",
+                  ecmp(tiny(4, 2, 2, 2), 2),
+                  {2, 2, 2, 2},
+                  "tp=2,dp=2,pp=2"},
+        BruteCase{"ECMP, all-to-all", ecmp(tiny(4, 2, 2, 1), 1), {2, 2, 2, 2}, "ep=4,dp=2"},
+        BruteCase{
+            "two NICs per GPU, cp2 dp4", two_nics(tiny(4, 2, 2, 2)), {2, 2, 2, 2}, "cp=2,dp=4"},
+        BruteCase{"two NICs per GPU, fragmented ep",
+                  two_nics(tiny(4, 2, 2, 1)),
+                  {1, 2, 2, 1},
+                  "ep=2,dp=3"},
+        BruteCase{"all-reduce on two hosts, tp2 dp4", tiny(2, 2, 4, 1), {4, 4}, "tp=2,dp=4"},
+        // Two one-GPU hosts and no host of 3 for a tp=4 tree partner: one piece is a ring.
+        BruteCase{"one-GPU pieces without partners", tiny(4, 2, 4, 1), {1, 4, 2, 1}, "tp=4,dp=2"},
+        BruteCase{
+            "partial hosts cut into two-host trees", tiny(4, 4, 4, 1), {3, 1, 2, 2}, "tp=4,dp=2"}),
+    [](const auto& param) { return "case" + std::to_string(param.index); });
+
+// The lower bound alone against brute force on instances with NVLink domains, where the bound
+// argues over islands (an NVLink domain's hosts in the step, or a host outside any domain).
+struct IslandCase {
+  const char* name;
+  FatTreeSpec spec;
+  std::vector<int> tasks;
+  const char* layout;
+  std::vector<int> outside = {};  // hosts (name order) taken out of their NVLink domain
+};
+
+Small island_small(const IslandCase& c) {
+  Small s = small(c.spec, c.tasks, c.layout);
+  std::vector<std::string> names;
+  for (const auto& h : s.fabric.hosts) names.push_back(h.name);
+  std::sort(names.begin(), names.end());
+  for (int i : c.outside) {
+    auto at = s.fabric.find_host(names[static_cast<std::size_t>(i)]);
+    s.fabric.hosts[static_cast<std::size_t>(at)].nvlink_domain = -1;
+  }
+  return s;
+}
+
+class IslandBoundTest : public ::testing::TestWithParam<IslandCase> {};
+
+TEST_P(IslandBoundTest, LowerBoundAtMostOptimum) {
+  const IslandCase& c = GetParam();
+  Small s = island_small(c);
+  Instance in = make_instance(s.fabric, s.nodes, s.request);
+  ASSERT_TRUE(std::any_of(in.machine.domain_of_host.begin(), in.machine.domain_of_host.end(),
+                          [](int d) { return d >= 0; }))
+      << c.name;
+  for (int i : c.outside) {
+    // the host keeps its slots but leaves its domain
+    ASSERT_EQ(in.machine.domain_of_host[static_cast<std::size_t>(i)], -1) << c.name;
+  }
+  expect_bound_at_most_optimum(in, c.name);
+}
+
+FatTreeSpec slow_nvlink(FatTreeSpec s, double gbps) {
+  s.nvlink_gbps = gbps;
+  return s;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Domains, IslandBoundTest,
+    ::testing::Values(
+        IslandCase{"ring, domain of 2 hosts + a host alone",
+                   nvl(tiny(3, 3, 2, 1), 2),
+                   {2, 2, 2},
+                   "tp=2,dp=3"},
+        IslandCase{"all-to-all over a 3-host domain and a lone host",
+                   nvl(tiny(4, 2, 2, 2), 3),
+                   {2, 1, 2, 2},
+                   "ep=7"},
+        IslandCase{"pipeline over domains of 2, fragmented",
+                   nvl(tiny(5, 2, 2, 2), 2),
+                   {2, 1, 2, 1, 2},
+                   "pp=4,dp=2"},
+        IslandCase{"mixed tp ep pp, domains of 2", nvl(tiny(4, 2, 2, 2), 2), {2, 2, 2, 2},
+                   "tp=2,ep=2,pp=2"},
+        IslandCase{"mixed, order pp-ep-tp, domains of 3, fragmented",
+                   nvl(tiny(5, 3, 2, 4), 3),
+                   {1, 2, 1, 2, 2},
+                   "tp=2,ep=2,pp=2,order=pp-ep-tp-dp"},
+        IslandCase{"rail-optimized, domain of 3 + lone host, all-to-all",
+                   rails(nvl(tiny(4, 2, 2, 2), 3)),
+                   {1, 2, 2, 2},
+                   "ep=7"},
+        IslandCase{"rail-optimized, domains of 2, tp pp dp",
+                   rails(nvl(tiny(4, 2, 2, 2), 2)),
+                   {2, 2, 2, 2},
+                   "tp=2,pp=2,dp=2"},
+        IslandCase{"host outside any domain, tp4 dp2",
+                   nvl(tiny(4, 2, 2, 2), 2),
+                   {2, 2, 2, 2},
+                   "tp=4,dp=2",
+                   {3}},
+        IslandCase{"two hosts outside, ring + all-to-all",
+                   nvl(tiny(5, 5, 2, 1), 3),
+                   {2, 1, 2, 1, 2},
+                   "ep=2,dp=4",
+                   {0, 4}},
+        // NVLink no faster than a NIC port: a stage or rank may split its traffic over both.
+        IslandCase{"slow NVLink, pipeline of 5 one-GPU hosts",
+                   slow_nvlink(nvl(tiny(5, 5, 1, 1), 4), 20),
+                   {1, 1, 1, 1, 1},
+                   "pp=5"},
+        IslandCase{"slow NVLink, all-to-all of 8",
+                   slow_nvlink(nvl(tiny(5, 5, 2, 1), 3), 30),
+                   {1, 2, 2, 2, 1},
+                   "ep=8"},
+        IslandCase{"slow NVLink, all-to-all of 6 over 3-GPU hosts",
+                   slow_nvlink(nvl(tiny(3, 3, 3, 1), 2), 20),
+                   {3, 1, 2},
+                   "ep=6,order=dp-ep"}),
+    [](const auto& param) { return "case" + std::to_string(param.index); });
+
+// Random small instances (fixed seeds): fabric shape, NVLink domains or none, NVLink faster or
+// slower than a port, rails, fragmented tasks, layout and dim order all drawn; the bound must
+// not exceed the brute-force optimum on any of them.
+TEST(BoundTest, LowerBoundAtMostOptimumOnRandomInstances) {
+  int checked = 0, with_domains = 0;
+  for (std::uint64_t seed = 1; checked < 160; ++seed) {
+    ASSERT_LT(seed, 1000u) << "too few valid instances drawn";
+    std::mt19937_64 g(seed);  // its raw output is fixed by the standard: same draws everywhere
+    auto below = [&](int n) { return static_cast<int>(g() % static_cast<std::uint64_t>(n)); };
+    FatTreeSpec spec;
+    spec.hosts = 2 + below(5);
+    spec.hosts_per_leaf = 1 + below(3);
+    spec.gpus_per_host = 1 + below(3);
+    spec.ports_per_host = 1 + below(spec.gpus_per_host);
+    spec.leaf_oversub = 1 + below(4);
+    spec.rail_optimized = below(3) == 0;
+    spec.nvlink_domain_hosts = below(4) == 0 ? 0 : 2 + below(3);
+    spec.port_gbps = 25;
+    const double nvlink[] = {10, 20, 25, 30, 60, 150, 450};
+    spec.nvlink_gbps = nvlink[below(7)];
+    spec.seed = g();
+    if (below(4) == 0) spec = ecmp(spec, 1 + below(2));
+    if (below(5) == 0) spec = two_nics(spec);
+    Small s;
+    s.fabric = make_fat_tree(spec);
+    s.node = make_node(spec.gpus_per_host, spec.ports_per_host, spec.nvlink_gbps, spec.port_gbps);
+    std::vector<std::string> names;
+    for (const auto& h : s.fabric.hosts) names.push_back(h.name);
+    std::sort(names.begin(), names.end());
+    const int max_world = 7 + below(2);
+    int world = 0;
+    for (const auto& name : names) {
+      int k = below(3) == 0 ? spec.gpus_per_host : below(spec.gpus_per_host + 1);
+      k = std::min(k, max_world - world);
+      if (k <= 0) continue;
+      s.request.hosts.push_back(name);
+      s.request.tasks_per_host.push_back(k);
+      world += k;
+    }
+    if (world < 2) continue;
+    std::string layout;
+    int rest = world;
+    for (const char* dim : {"tp", "cp", "ep", "pp"}) {
+      std::vector<int> divisors;
+      for (int x = 2; x <= rest; ++x) {
+        if (rest % x == 0) divisors.push_back(x);
+      }
+      if (divisors.empty() || below(2) == 0) continue;
+      const int x = divisors[static_cast<std::size_t>(below(static_cast<int>(divisors.size())))];
+      layout += std::string(dim) + "=" + std::to_string(x) + ",";
+      rest /= x;
+    }
+    layout += "dp=auto";
+    if (below(3) == 0) {
+      std::vector<std::string> order = {"tp", "cp", "ep", "pp", "dp"};
+      for (std::size_t i = order.size() - 1; i > 0; --i) {
+        std::swap(order[i], order[static_cast<std::size_t>(below(static_cast<int>(i) + 1))]);
+      }
+      layout += ",order=" + order[0];
+      for (std::size_t i = 1; i < order.size(); ++i) layout += "-" + order[i];
+    }
+    s.request.layout = parse_layout(layout);
+    s.nodes.assign(s.request.hosts.size(), &s.node);
+    Instance in = make_instance(s.fabric, s.nodes, s.request);
+    const double best = brute_force(in);
+    const double lb = lower_bound(in.machine, in.traffic);
+    ASSERT_LE(lb, best * (1 + 1e-12))
+        << "seed " << seed << ": " << layout << " on " << world << " GPUs, domains of "
+        << spec.nvlink_domain_hosts << " hosts, NVLink " << spec.nvlink_gbps << " GB/s";
+    // The same placement problem with latency dominating: a byte a dim, many calls.
+    Instance slow = in;
+    for (auto& d : slow.traffic.dims) {
+      d.bytes = std::min(d.bytes, 1.0);
+      d.calls = 1 + below(1000);
+    }
+    ASSERT_LE(lower_bound(slow.machine, slow.traffic), brute_force(slow) * (1 + 1e-12))
+        << "seed " << seed << " (latency): " << layout << " on " << world << " GPUs";
+    ++checked;
+    if (std::any_of(in.machine.domain_of_host.begin(), in.machine.domain_of_host.end(),
+                    [](int d) { return d >= 0; })) {
+      ++with_domains;
+    }
+  }
+  EXPECT_GE(with_domains, 60);  // the draw must exercise islands, not just hosts
+}
+
+// Latency in the walk, worked by hand: two hosts of 2 GPUs under one leaf, tp=2 and dp=2 with
+// almost no bytes and many calls, so the step is its latency terms. Whatever the placement, one
+// of the two dims has a group split over the hosts and waits for the leaf on each of its steps
+// (2 per call); the other may stay on NVLink. The optimum keeps the dim with more calls inside
+// hosts; the bound must see that one dim leaves its host (a place of 2 slots cannot hold a
+// whole tp group and a whole dp group) and charge the cheaper one the network's latency.
+TEST(BoundTest, BoundChargesNetworkLatencyToADimThatMustLeaveItsHost) {
+  Small s = small(tiny(2, 2, 2, 1), {2, 2}, "tp=2,dp=2");
+  Instance in = make_instance(s.fabric, s.nodes, s.request);
+  double tp_calls = 0, dp_calls = 0;
+  for (auto& d : in.traffic.dims) {
+    if (d.size <= 1) continue;
+    d.bytes = 1;  // one byte: bandwidth terms vanish next to latency
+    d.calls = d.name == "tp" ? 1000 : 10;
+    (d.name == "tp" ? tp_calls : dp_calls) = d.calls;
+  }
+  const Machine& m = in.machine;
+  ASSERT_EQ(m.reach_latency_us.size(), 3u);  // NVLink, the leaf, above it
+  const double nv = m.reach_latency_us[0], leaf = m.reach_latency_us[1];
+  ASSERT_LT(nv, leaf);
+  // Each dim: calls x 2 (n - 1) steps x the latency of the level its flows reach.
+  const double expect = (tp_calls * 2 * nv + dp_calls * 2 * leaf) * 1e-6;
+  const double best = brute_force(in);
+  EXPECT_NEAR(best, expect, expect * 1e-3);
+  const double lb = lower_bound(m, in.traffic);
+  EXPECT_LE(lb, best * (1 + 1e-12));
+  // Without the network latency the bound would be (1000 + 10) x 2 x nv.
+  EXPECT_GT(lb, 0.999 * expect) << "bound " << lb << " s, optimum " << best << " s";
+}
+
+// The same two hosts, each under a leaf of its own: a dim that leaves its host now leaves its leaf
+// and waits for the spine. TP in hosts (dp over the spine) is the optimum; the host walk charged
+// dp only a leaf's latency, level_latency_bound() the spine's.
+TEST(BoundTest, BoundChargesSpineLatencyToADimThatMustLeaveItsLeaf) {
+  Small s = small(tiny(2, 1, 2, 1), {2, 2}, "tp=2,dp=2");
+  Instance in = make_instance(s.fabric, s.nodes, s.request);
+  for (auto& d : in.traffic.dims) {
+    if (d.size <= 1) continue;
+    d.bytes = 1;
+    d.calls = d.name == "tp" ? 1000 : 10;
+  }
+  const Machine& m = in.machine;
+  ASSERT_EQ(m.reach_latency_us.size(), 4u);  // NVLink, a leaf, the spine, above it
+  const double nv = m.reach_latency_us[0], leaf = m.reach_latency_us[1],
+               spine = m.reach_latency_us[2];
+  ASSERT_LT(leaf, spine);
+  const double expect = (1000 * 2 * nv + 10 * 2 * spine) * 1e-6;
+  const double best = brute_force(in);
+  EXPECT_NEAR(best, expect, expect * 1e-3);
+  const double lb = lower_bound(m, in.traffic);
+  EXPECT_LE(lb, best * (1 + 1e-12));
+  EXPECT_GT(lb, 0.999 * expect) << "bound " << lb << " s, optimum " << best << " s, with a leaf's "
+                                << (1000 * 2 * nv + 10 * 2 * leaf) * 1e-6 << " s";
+}
+
+// The bound against brute force on `in`, and again with latency dominating (one byte a dim, calls
+// drawn from `g`).
+void expect_bound_at_most_optimum_both_ways(const Instance& in, std::mt19937_64& g,
+                                            const std::string& what) {
+  ASSERT_LE(lower_bound(in.machine, in.traffic), brute_force(in) * (1 + 1e-12)) << what;
+  Instance slow = in;
+  for (auto& d : slow.traffic.dims) {
+    d.bytes = std::min(d.bytes, 1.0);
+    d.calls = 1 + static_cast<int>(g() % 1000);
+  }
+  ASSERT_LE(lower_bound(slow.machine, slow.traffic), brute_force(slow) * (1 + 1e-12))
+      << what << " (latency)";
+}
+
+// Tree chains, worked by hand: tp=3 and dp=3 on hosts lending 2, 2, 2, 2 and 1 GPUs (one leaf,
+// 25 GB/s ports). No group fits a host, so each TP and DP group is a two-host tree (its one
+// lone member sends its bytes S through its port) or a ring (a lone member sends V = 4/3 S).
+// The walk allowed both as trees: S_tp + S_dp over a port. But the one-GPU host's rank is alone
+// in both dims; as a tree its TP group's other two members fill a host, each alone in its DP
+// group there, which as a tree needs a host full of its other two members, each alone in TP...
+// and no two of these hosts can be one, nor the one-GPU host (tree_chain_bound). So some rank
+// sends a ring's V in tp or in dp: the optimum is the least of V_tp and S_tp + V_dp over a port
+// (the two are equal here, S_dp = S_tp / 4), plus latency.
+TEST(BoundTest, BoundSeesThatTwoHostTreesCannotChain) {
+  Small s = small(tiny(5, 5, 2, 1), {2, 2, 2, 2, 1}, "tp=3,dp=3");
+  Instance in = make_instance(s.fabric, s.nodes, s.request);
+  double s_tp = 0, s_dp = 0;
+  for (const auto& d : in.traffic.dims) {
+    if (d.name == "tp") s_tp = d.bytes;
+    if (d.name == "dp") s_dp = d.bytes;
+  }
+  ASSERT_GT(s_tp, 0);
+  ASSERT_GT(s_dp, 0);
+  const double port = 25e9;
+  const double rings = std::min(4.0 / 3 * s_tp, s_tp + 4.0 / 3 * s_dp) / port;
+  const double best = brute_force(in);
+  const double lb = lower_bound(in.machine, in.traffic);
+  EXPECT_GE(best, rings);
+  EXPECT_LE(lb, best * (1 + 1e-12));
+  EXPECT_GE(lb, rings) << "bound " << lb << " s, optimum " << best << " s, two trees "
+                       << (s_tp + s_dp) / port << " s";
+}
+
+// The tree chain bound against brute force where it applies: 9 ranks of tp=3 and dp=3 (either
+// order) on hosts lending 1 or 2 GPUs, random fabrics without NVLink domains.
+TEST(BoundTest, TreeChainBoundAtMostOptimumOnRandomInstances) {
+  for (std::uint64_t seed = 1; seed <= 4; ++seed) {
+    std::mt19937_64 g(seed);
+    auto below = [&](int n) { return static_cast<int>(g() % static_cast<std::uint64_t>(n)); };
+    std::vector<int> tasks;
+    for (int left = 9; left > 0;) {
+      const int k = std::min(left, 1 + below(2));
+      tasks.push_back(k);
+      left -= k;
+    }
+    FatTreeSpec spec = tiny(static_cast<int>(tasks.size()), 1 + below(4), 2, 1 + below(4));
+    spec.rail_optimized = below(3) == 0;
+    const double nvlink[] = {20, 30, 150};
+    spec.nvlink_gbps = nvlink[below(3)];
+    spec.seed = g();
+    if (below(4) == 0) spec = ecmp(spec, 1 + below(2));
+    if (below(4) == 0) spec = two_nics(spec);
+    const std::string layout = below(2) == 0 ? "tp=3,dp=3" : "tp=3,dp=3,order=dp-tp";
+    Small sm = small(spec, tasks, layout);
+    Instance in = make_instance(sm.fabric, sm.nodes, sm.request);
+    ASSERT_NO_FATAL_FAILURE(expect_bound_at_most_optimum_both_ways(
+        in, g, "seed " + std::to_string(seed) + ": " + layout));
+  }
+}
+
+// The island argument on a case worked by hand. Hosts of 2 GPUs: h0 and h1 form an NVLink
+// domain, h2 is a domain of its own; tp=2, dp=3 (6 ranks). The host argument treats every
+// off-host flow as possibly NVLink-fast; h2 gets, for each dp ring, only a crossing bound of
+// V_dp / (2 ports): bound V_tp/nv + V_dp/(2 port). On islands: h2's two ranks either form a tp
+// pair (then each dp ring has one member alone on h2, whose hop out of the island is V_dp
+// through one port) or not (then a tp pair is split over islands: V_tp through one port), so
+// the bound is V_tp/nv + V_dp/port: V_dp/(2 port) tighter.
+TEST(BoundTest, IslandBoundTighterThanHostBoundOnNvlinkDomains) {
+  Small s = small(nvl(tiny(3, 3, 2, 1), 2), {2, 2, 2}, "tp=2,dp=3");
+  Instance in = make_instance(s.fabric, s.nodes, s.request);
+  const Machine& m = in.machine;
+  ASSERT_EQ(m.domain_of_host.size(), 3u);
+  ASSERT_GE(m.domain_of_host[0], 0);
+  ASSERT_EQ(m.domain_of_host[0], m.domain_of_host[1]);
+  ASSERT_NE(m.domain_of_host[2], m.domain_of_host[0]);
+  const double nv = *std::max_element(m.slot_nvlink_gbps.begin(), m.slot_nvlink_gbps.end()) * 1e9;
+  const double port = *std::max_element(m.port_gbps.begin(), m.port_gbps.end()) * 1e9;
+  ASSERT_DOUBLE_EQ(nv, 150e9);
+  ASSERT_DOUBLE_EQ(port, 25e9);
+  double v_tp = 0, v_dp = 0, latency = 0;
+  double lat_min = m.nvlink_latency_us;
+  for (double l : m.reach_latency_us) lat_min = std::min(lat_min, l);
+  // The least latency of a step that leaves an island (reaches 1 and up).
+  ASSERT_GE(m.reach_latency_us.size(), 2u);
+  const double lat_net =
+      *std::min_element(m.reach_latency_us.begin() + 1, m.reach_latency_us.end());
+  ASSERT_GT(lat_net, lat_min);
+  for (const auto& d : in.traffic.dims) {
+    if (d.size <= 1) continue;
+    // A ring member's bytes for tp; for dp (3 members on hosts of 2) the least hop: its group may
+    // lie 2 + 1 on two hosts, where NCCL runs the all-reduce as a tree and each host sends S.
+    // The islands hold 4 and 2 slots, so some dp group leaves its island and every dp step
+    // waits for the network; tp stays on NVLink.
+    const double v = d.name == "tp" ? 2.0 * (d.size - 1) / d.size * d.bytes : d.bytes;
+    (d.name == "tp" ? v_tp : v_dp) = v;
+    latency += d.calls * 2.0 * (d.size - 1) * (d.name == "tp" ? lat_min : lat_net) * 1e-6;
+  }
+  ASSERT_GT(v_tp, 0);
+  ASSERT_GT(v_dp, 0);
+  const double host_bound = v_tp / nv + v_dp / (2 * port) + latency;
+  const double island_bound = v_tp / nv + v_dp / port + latency;
+  const double lb = lower_bound(m, in.traffic);
+  EXPECT_NEAR(lb, island_bound, island_bound * 1e-9);
+  EXPECT_GT(lb, host_bound * (1 + 1e-6));
+  EXPECT_LE(lb, brute_force(in) * (1 + 1e-12));
+}
+
+// The walk's lines. Hosts of 3 GPUs lending 3, 3 and 2; tp=4, dp=2 (8 ranks). The 3 ranks of a
+// full host fall into tp groups as 3, 2 + 1 or 1 + 1 + 1, never with 2 as the fewest: a rank
+// with 2 tp peers there has a rank beside it with 1 or 3, and 3 leaves the group's fourth member
+// alone on another host. So some tp member is a one-GPU piece: its group spans two hosts (a
+// tree, S_tp each way) or three (a ring, V_tp), and it sends at least S_tp through its one 25
+// GB/s port. The count argument alone would let the rank have 2 tp peers: S_tp / (2 port).
+TEST(BoundTest, WalkKnowsWhichFewestMembersAPlaceCanHold) {
+  Small s = small(tiny(3, 3, 3, 1), {3, 3, 2}, "tp=4,dp=2");
+  Instance in = make_instance(s.fabric, s.nodes, s.request);
+  double S = 0;
+  for (const auto& d : in.traffic.dims) S = d.name == "tp" ? d.bytes : S;
+  ASSERT_GT(S, 0);
+  const double lb = lower_bound(in.machine, in.traffic), best = brute_force(in);
+  EXPECT_GE(lb, S / 25e9);
+  EXPECT_LE(lb, best * (1 + 1e-12));
+}
+
+// The walk's other lines. Hosts of 5 GPUs lending 5, 5 and 2; tp=4 x dp=3 (12 ranks), DP all
+// but free. A full host's 5 ranks fall into tp groups as 4 + 1, 3 + 2, 3 + 1 + 1, 2 + 2 + 1, ...:
+// 5 is odd, so some line holds 1 or 3, and a line of 3 leaves the group's fourth member alone on
+// another host. So some tp member is alone on its host and sends at least S through its one 25
+// GB/s port (a two-host tree: S each way). The fewest members a rank finds there may be 2
+// (3 + 2), and the walk charged that rank's 2 + 2 tree, S / (2 port); a line of 2 beside one of
+// 3 now charges the line of 3. Block order is optimal: tp groups 4 | 1 + 3 | 2 + 2 over the hosts.
+TEST(BoundTest, WalkChargesThePlacesOtherLinesTheirFloors) {
+  Small s = small(tiny(3, 3, 5, 1), {5, 5, 2}, "tp=4,dp=3");
+  Instance in = make_instance(s.fabric, s.nodes, s.request);
+  double S = 0;
+  for (auto& d : in.traffic.dims) {
+    if (d.name == "tp") S = d.bytes;
+    if (d.name == "dp") d.bytes = 1;
+    d.calls = 0;
+  }
+  ASSERT_GT(S, 0);
+  const double alone = S / 25e9;
+  const double block = evaluate_seconds(in.machine, in.traffic, in.block_slot);
+  EXPECT_NEAR(block, alone, alone * 1e-3);  // DP's byte and NVLink add next to nothing
+  const double lb = lower_bound(in.machine, in.traffic);
+  EXPECT_GE(lb, alone * (1 - 1e-9)) << "a line of 2 beside one of 3 charged as a 2 + 2 tree";
+  EXPECT_LE(lb, block * (1 + 1e-12));
+}
+
+// The joint crossing bound: instances where a leaf cannot hold whole groups of two heavy dims at
+// once (oversubscribed leaves, rings, all-to-all and pipelines, three tiers, fragments, NVLink
+// domains straddling leaves). The bound alone against brute force.
+using JointCase = BruteCase;
+
+class JointBoundTest : public ::testing::TestWithParam<JointCase> {};
+
+TEST_P(JointBoundTest, LowerBoundAtMostOptimum) {
+  const JointCase& c = GetParam();
+  Small s = small(c.spec, c.tasks, c.layout);
+  Instance in = make_instance(s.fabric, s.nodes, s.request);
+  expect_bound_at_most_optimum(in, c.name);
+}
+
+FatTreeSpec three_tier(FatTreeSpec s, int leaves_per_pod, double pod_oversub) {
+  s.leaves_per_pod = leaves_per_pod;
+  s.pod_oversub = pod_oversub;
+  return s;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Joint, JointBoundTest,
+    ::testing::Values(
+        JointCase{"cp2 dp2 on 1-GPU hosts, leaves of 2, 4:1", tiny(4, 2, 1, 4), {1, 1, 1, 1},
+                  "cp=2,dp=2"},
+        JointCase{"cp2 dp4 on 1-GPU hosts, leaves of 4, 8:1", tiny(8, 4, 1, 8),
+                  {1, 1, 1, 1, 1, 1, 1, 1}, "cp=2,dp=4"},
+        JointCase{"tp2 cp2 dp2, leaves of 2 hosts, 8:1", tiny(4, 2, 2, 8), {2, 2, 2, 2},
+                  "tp=2,cp=2,dp=2"},
+        JointCase{"ring and all-to-all, leaves of 2, 4:1", tiny(8, 2, 1, 4),
+                  {1, 1, 1, 1, 1, 1, 1, 1}, "cp=2,ep=2,dp=2"},
+        JointCase{"ring and pipeline, 2-GPU hosts, 4:1", tiny(4, 2, 2, 4), {2, 2, 2, 2},
+                  "cp=2,pp=2,dp=2"},
+        JointCase{"cp3 dp2 on leaves of 3, 4:1", tiny(6, 3, 1, 4), {1, 1, 1, 1, 1, 1},
+                  "cp=3,dp=2"},
+        JointCase{"three tiers: pods of 2 leaves of 2 hosts", three_tier(tiny(8, 2, 1, 2), 2, 4),
+                  {1, 1, 1, 1, 1, 1, 1, 1}, "cp=2,dp=4"},
+        JointCase{"fragmented 1+2+1+2, leaves of 2, 4:1", tiny(4, 2, 2, 4), {1, 2, 1, 2},
+                  "cp=2,dp=3"},
+        JointCase{"NVLink domains of 3 hosts over leaves of 2", nvl(tiny(4, 2, 1, 4), 3),
+                  {1, 1, 1, 1}, "cp=2,dp=2"},
+        JointCase{"rail-optimized, 2-GPU hosts, 4:1", rails(tiny(4, 2, 2, 4)), {2, 2, 2, 2},
+                  "cp=2,dp=4"}),
+    [](const auto& param) { return "case" + std::to_string(param.index); });
+
+// Seeded random instances built for the joint term: every slot used, oversubscribed leaves
+// (and sometimes pods) of few hosts, two or three dims of any pattern and order.
+TEST(BoundTest, JointBoundAtMostOptimumOnRandomOversubscribedInstances) {
+  int checked = 0, whole_cuts_tighter = 0;
+  for (std::uint64_t seed = 1; checked < 120; ++seed) {
+    ASSERT_LT(seed, 2000u) << "too few valid instances drawn";
+    std::mt19937_64 g(seed * 7919);
+    auto below = [&](int n) { return static_cast<int>(g() % static_cast<std::uint64_t>(n)); };
+    FatTreeSpec spec;
+    spec.gpus_per_host = 1 + below(2);
+    spec.hosts = (6 + below(3)) / spec.gpus_per_host;
+    spec.hosts_per_leaf = 2 + below(2);
+    spec.ports_per_host = 1 + below(spec.gpus_per_host);
+    spec.leaf_oversub = 2 + below(7);
+    if (below(3) == 0) {
+      spec.leaves_per_pod = 2;
+      spec.pod_oversub = 1 + below(4);
+    }
+    spec.rail_optimized = below(4) == 0;
+    spec.nvlink_domain_hosts = below(4) == 0 ? 2 + below(2) : 0;
+    spec.port_gbps = 25;
+    spec.nvlink_gbps = below(4) == 0 ? 20 : 150;
+    spec.seed = g();
+    // ECMP on a third of them, from a generator of its own (the other draws stay as they were).
+    std::mt19937_64 g_ecmp(seed * 104729);
+    if (g_ecmp() % 3 == 0) spec = ecmp(spec, 1 + static_cast<int>(g_ecmp() % 3));
+    Small s;
+    s.fabric = make_fat_tree(spec);
+    s.node = make_node(spec.gpus_per_host, spec.ports_per_host, spec.nvlink_gbps, spec.port_gbps);
+    std::vector<std::string> names;
+    for (const auto& h : s.fabric.hosts) names.push_back(h.name);
+    std::sort(names.begin(), names.end());
+    int world = 0;
+    for (const auto& name : names) {
+      const int k = below(4) == 0 ? 1 + below(spec.gpus_per_host) : spec.gpus_per_host;
+      if (world + k > 8) break;
+      s.request.hosts.push_back(name);
+      s.request.tasks_per_host.push_back(k);
+      world += k;
+    }
+    std::string layout;
+    int rest = world;
+    for (const char* dim : {"tp", "cp", "ep", "pp"}) {
+      std::vector<int> divisors;
+      for (int x = 2; x < rest; ++x) {
+        if (rest % x == 0) divisors.push_back(x);
+      }
+      if (divisors.empty() || below(3) == 0) continue;
+      const int x = divisors[static_cast<std::size_t>(below(static_cast<int>(divisors.size())))];
+      layout += std::string(dim) + "=" + std::to_string(x) + ",";
+      rest /= x;
+    }
+    if (rest == world) continue;  // one dim only: nothing joint to bound
+    layout += "dp=auto";
+    if (below(2) == 0) layout += ",order=dp-pp-ep-cp-tp";
+    s.request.layout = parse_layout(layout);
+    s.nodes.assign(s.request.hosts.size(), &s.node);
+    Instance in = make_instance(s.fabric, s.nodes, s.request);
+    const double best = brute_force(in);
+    const double lb = lower_bound(in.machine, in.traffic);
+    ASSERT_LE(lb, best * (1 + 1e-12)) << "seed " << seed << ": " << layout << " on " << world
+                                      << " GPUs, leaves of " << spec.hosts_per_leaf << " at "
+                                      << spec.leaf_oversub << ":1";
+    const double without_cuts = lower_bound(in.machine, in.traffic, false);
+    ASSERT_LE(without_cuts, lb * (1 + 1e-12)) << "seed " << seed;
+    if (lb > without_cuts * (1 + 1e-9)) ++whole_cuts_tighter;
+    ++checked;
+  }
+  // The whole cuts (cut_case_bound) must be what binds on a share of these, or this test does not
+  // check them.
+  EXPECT_GE(whole_cuts_tighter, 60);  // 89 of the 120 at the time of writing
+}
+
+// The joint term worked by hand. Four 1-GPU hosts, leaves of two at 4:1 (a leaf's uplink is
+// U = 2 x 25 / 4 = 12.5 GB/s, half a port), cp=2 x dp=2 rings with the same bytes S (V = S).
+// Each leaf holds two of the four ranks: a cp pair (both dp rings leave it), a dp pair (both cp
+// rings leave it) or neither (all four leave), so its exits carry at least 2V, and some dim
+// takes 2V / U = 4V / port. The per-dim bounds see only that every rank's host sends V out of
+// the host through one port: V / port per dim, 2V / port in all. The best placement takes
+// V / port + 4V / port: the joint term splits each dim's time between its floor and the cut and
+// gets 4V / port; the whole cuts (cut_case_bound) charge the dim a leaf cuts the larger of the two,
+// 4V / port, and the other its floor, V / port, and so reach the optimum, latency included.
+TEST(BoundTest, JointBoundTighterWhereTwoRingsCannotShareALeaf) {
+  Small s = small(tiny(4, 2, 1, 4), {1, 1, 1, 1}, "cp=2,dp=2");
+  Instance in = make_instance(s.fabric, s.nodes, s.request);
+  const Machine& m = in.machine;
+  ASSERT_GE(m.levels.size(), 1u);  // leaves (a top level of one group is crossed by nothing)
+  for (std::size_t l = 1; l < m.levels.size(); ++l) {
+    ASSERT_EQ(m.levels[l].uplink_gbps.size(), 1u);
+  }
+  ASSERT_EQ(m.levels[0].uplink_gbps.size(), 2u);
+  ASSERT_DOUBLE_EQ(m.levels[0].uplink_gbps[0], 12.5);
+  ASSERT_DOUBLE_EQ(m.levels[0].uplink_gbps[1], 12.5);
+  const double port = 25e9;
+  const double S = 1e9;
+  double latency = 0;
+  double lat_min = m.nvlink_latency_us;
+  for (double l : m.reach_latency_us) lat_min = std::min(lat_min, l);
+  int ring_dims = 0;
+  for (auto& d : in.traffic.dims) {
+    if (d.size <= 1) continue;
+    ASSERT_EQ(d.pattern, Pattern::kRing);
+    ASSERT_EQ(d.size, 2);
+    d.bytes = S;
+    ++ring_dims;
+    latency += d.calls * 2.0 * (d.size - 1) * lat_min * 1e-6;
+  }
+  ASSERT_EQ(ring_dims, 2);
+  const double V = S;  // 2 (n-1)/n S with n = 2
+  const double per_dim_bound = 2 * V / port + latency;
+  const double joint_bound = 4 * V / port + latency;
+  const double whole_cut = 5 * V / port + latency;
+  EXPECT_NEAR(lower_bound(m, in.traffic, false), joint_bound, joint_bound * 1e-9);
+  const double lb = lower_bound(m, in.traffic);
+  EXPECT_GT(lb, per_dim_bound * 1.5);
+  EXPECT_GE(lb, whole_cut);
+  const double best = brute_force(in);
+  EXPECT_LE(lb, best * (1 + 1e-12));
+  EXPECT_GE(best, whole_cut);  // the best order pays one dim's crossing
+  // With latency: the dim a leaf cuts waits for the spine, the other for its leaf. The latency
+  // walk under the cut's floors charges both, and the bound reaches the optimum.
+  ASSERT_EQ(m.reach_latency_us.size(), 4u);  // NVLink, a leaf, the spine, above it
+  const double leaf = m.reach_latency_us[1], spine = m.reach_latency_us[2];
+  double optimum = std::numeric_limits<double>::infinity();
+  for (const auto& x : in.traffic.dims) {  // x: the dim the leaves cut
+    if (x.size <= 1) continue;
+    double v = 5 * V / port;
+    for (const auto& d : in.traffic.dims) {
+      if (d.size > 1) v += d.calls * 2.0 * (&d == &x ? spine : leaf) * 1e-6;
+    }
+    optimum = std::min(optimum, v);
+  }
+  EXPECT_NEAR(best, optimum, optimum * 1e-9);
+  EXPECT_NEAR(lb, optimum, optimum * 1e-9);
+}
+
+// Latency above a switch under a whole cut, worked by hand: four 1-GPU hosts, each under a leaf
+// of its own, pods of two leaves at 4:1 (a pod's uplink U = 2 x 25 / 4 = 12.5 GB/s, half a
+// port), cp=2 x dp=2 rings of S bytes (V = S) and 200 calls each. A pod holds two ranks: a cp
+// pair (both dp rings leave it), a dp pair, or neither, so some dim X sends 2V out of a pod over
+// U, 4V / port, and its steps wait for the spine above the pods. The other dim Y leaves its
+// hosts: V / port through a port, and its steps wait for the network. The whole cuts charged X
+// its crossing but no latency past the least; the latency walk above a switch charged X the
+// spine's latency but only a port's V / port. Run under the cut's floors, the latency walk
+// charges both. What it still leaves out: Y's flows cross the leaves to a pod switch (1.45 us a
+// step), where the bound counts a leaf's (1.15 us).
+TEST(BoundTest, WholeCutsChargeTheLatencyAboveTheSwitchTheyCross) {
+  Small s = small(three_tier(tiny(4, 1, 1, 1), 2, 4), {1, 1, 1, 1}, "cp=2,dp=2");
+  Instance in = make_instance(s.fabric, s.nodes, s.request);
+  const Machine& m = in.machine;
+  ASSERT_EQ(m.levels.size(), 3u);  // leaves, pods, the spine
+  ASSERT_EQ(m.levels[1].uplink_gbps.size(), 2u);
+  ASSERT_DOUBLE_EQ(m.levels[1].uplink_gbps[0], 12.5);
+  ASSERT_EQ(m.reach_latency_us.size(), 5u);  // NVLink, a leaf, a pod, the spine, above it
+  const double nv = m.reach_latency_us[0], leaf = m.reach_latency_us[1],
+               pod = m.reach_latency_us[2], spine = m.reach_latency_us[3];
+  ASSERT_LT(nv, leaf);
+  const double S = 1e9, port = 25e9, calls = 200;
+  for (auto& d : in.traffic.dims) {
+    if (d.size <= 1) continue;
+    ASSERT_EQ(d.pattern, Pattern::kRing);
+    ASSERT_EQ(d.size, 2);
+    d.bytes = S;
+    d.calls = calls;
+  }
+  const double V = S;
+  const double step = calls * 2 * 1e-6;  // 2 (n - 1) steps a call
+  const double best = brute_force(in);
+  const double optimum = 4 * V / port + step * spine + V / port + step * pod;
+  EXPECT_NEAR(best, optimum, optimum * 1e-9);
+  const double lb = lower_bound(m, in.traffic);
+  EXPECT_LE(lb, best * (1 + 1e-12));
+  const double hand = 4 * V / port + step * spine + V / port + step * leaf;
+  EXPECT_NEAR(lb, hand, hand * 1e-9)
+      << "cut alone " << 4 * V / port + V / port + 2 * step * leaf << " s, latency walk alone "
+      << V / port + step * spine + V / port + step * leaf << " s";
+}
+
+// Trees in the crossing term, worked by hand: tp=2 x dp=4 on four hosts of 2 GPUs, leaves of two
+// hosts at 8:1 (a leaf's uplink U = 2 x 2 x 25 / 8 = 12.5 GB/s), S_tp = 3 GB, S_dp = 1 GB, no
+// latency. A DP group over four hosts is a ring; on two hosts, a tree. With every TP pair inside
+// a host (NVLink: S_tp / nv = 0.02 s) both DP rings cross each leaf with V = 1.5 S_dp: 3 GB over
+// U, 0.24 s, 0.26 s in all. The crossing term used to credit each cut DP group with a tree's
+// S_dp (2 GB over U, 0.16 s) while the walk kept TP inside hosts: 0.18 s. But a DP tree puts two
+// members, of two TP groups, on one host of two slots: each alone in TP there, so TP's pairs
+// leave their hosts (S_tp through a port, 0.12 s). tree_case_bound takes the lesser of the two
+// cases: 0.255 s where no DP group is a tree (the theta mix gives away 0.005 s), 0.259 s where
+// one is.
+TEST(BoundTest, CrossingTermChargesATreeToTheDimsItSplits) {
+  Small s = small(tiny(4, 2, 2, 8), {2, 2, 2, 2}, "tp=2,dp=4");
+  Instance in = make_instance(s.fabric, s.nodes, s.request);
+  const Machine& m = in.machine;
+  ASSERT_EQ(m.levels[0].uplink_gbps.size(), 2u);
+  ASSERT_DOUBLE_EQ(m.levels[0].uplink_gbps[0], 12.5);
+  for (auto& d : in.traffic.dims) {
+    if (d.size <= 1) continue;
+    ASSERT_EQ(d.pattern, Pattern::kRing);
+    ASSERT_TRUE(d.all_reduce);
+    d.bytes = d.name == "tp" ? 3e9 : 1e9;
+    d.calls = 0;
+  }
+  const double U = 12.5e9, nv = 150e9;
+  const double rings = 1.5 * 2e9 / U + 3e9 / nv;  // TP in hosts, DP rings over both leaves
+  const double best = brute_force(in);
+  const double lb = lower_bound(m, in.traffic);
+  EXPECT_NEAR(best, rings, rings * 1e-9);
+  EXPECT_LE(lb, best * (1 + 1e-12));
+  EXPECT_GT(lb, 0.95 * rings) << "bound " << lb << " s, optimum " << best << " s, tree credit "
+                              << 2e9 / U + 3e9 / nv << " s";
+}
+
+// What the random bound tests below vary on a fabric, each one time in `one_in`: rails, ECMP
+// (one or two cables), two NICs a GPU; and the NVLink speed (20, 60 or 150 GB/s).
+FatTreeSpec vary(FatTreeSpec spec, std::mt19937_64& g, int one_in) {
+  auto below = [&](int n) { return static_cast<int>(g() % static_cast<std::uint64_t>(n)); };
+  spec.rail_optimized = below(one_in) == 0;
+  const double nvlink[] = {20, 60, 150};
+  spec.nvlink_gbps = nvlink[below(3)];
+  spec.seed = g();
+  if (below(one_in) == 0) spec = ecmp(spec, 1 + below(2));
+  if (below(one_in) == 0) spec = two_nics(spec);
+  return spec;
+}
+
+// Tasks for the random draws: 6 or 8 ranks over the hosts in name order, each host whole or, one
+// time in `part_one_in`, a random part of it (none included); `world` receives the total.
+std::vector<int> draw_tasks(std::mt19937_64& g, const FatTreeSpec& spec, int part_one_in,
+                            int* world) {
+  auto below = [&](int n) { return static_cast<int>(g() % static_cast<std::uint64_t>(n)); };
+  std::vector<int> tasks;
+  *world = 0;
+  const int most = 6 + 2 * below(2);
+  for (int h = 0; h < spec.hosts && *world < most; ++h) {
+    int k = below(part_one_in) == 0 ? below(spec.gpus_per_host + 1) : spec.gpus_per_host;
+    k = std::min(k, most - *world);
+    tasks.push_back(k);
+    *world += k;
+  }
+  return tasks;
+}
+
+// Trees in the crossing term against brute force where they count: whole hosts of 2 or 4 GPUs
+// (8 ranks) under oversubscribed leaves, sometimes pods, rails, ECMP or two NICs, a layout with
+// an all-reduce of 3 or 4 members (tp, dp or both) in either order, random bytes per dim, and
+// each instance again with latency dominating.
+TEST(BoundTest, TreeCaseBoundAtMostOptimumOnRandomInstances) {
+  for (std::uint64_t seed = 1; seed <= 12; ++seed) {
+    std::mt19937_64 g(seed * 104729);
+    auto below = [&](int n) { return static_cast<int>(g() % static_cast<std::uint64_t>(n)); };
+    const int gpus = below(3) == 0 ? 4 : 2;
+    const int hosts = 8 / gpus;
+    FatTreeSpec spec = tiny(hosts, 1 + below(hosts == 4 ? 3 : 1), gpus, 2 + below(7));
+    if (hosts == 4 && spec.hosts_per_leaf == 1 && below(2) == 0) spec = three_tier(spec, 2, 4);
+    spec = vary(spec, g, 4);
+    const char* layouts[] = {"tp=2,dp=4", "tp=4,dp=2", "tp=2,cp=2,dp=2", "cp=2,dp=4"};
+    std::string layout = layouts[below(4)];
+    if (below(2) == 0) layout += ",order=dp-cp-tp";
+    Small sm = small(spec, std::vector<int>(static_cast<std::size_t>(hosts), gpus), layout);
+    Instance in = make_instance(sm.fabric, sm.nodes, sm.request);
+    for (auto& d : in.traffic.dims) d.bytes *= 0.25 + 0.25 * below(12);
+    ASSERT_NO_FATAL_FAILURE(expect_bound_at_most_optimum_both_ways(
+        in, g, "seed " + std::to_string(seed) + ": " + layout));
+  }
+}
+
+// brute_force_hosts() is brute_force() where a host's GPUs are alike: 8 ranks on hosts of 2 and
+// of 4 GPUs, one or two hosts a leaf, oversubscribed, three layouts.
+TEST(BoundTest, SplitsOverHostsAreEveryPlacementWhereGpusAreAlike) {
+  for (int gpus : {2, 4}) {
+    for (const char* layout : {"tp=2,dp=4", "tp=2,cp=2,dp=2", "ep=4,dp=2"}) {
+      Small s = small(tiny(8 / gpus, 2, gpus, 4), std::vector<int>(8 / gpus, gpus), layout);
+      const Instance in = make_instance(s.fabric, s.nodes, s.request);
+      const double best = brute_force(in);
+      EXPECT_NEAR(brute_force_hosts(in), best, best * 1e-12) << gpus << " GPUs a host, " << layout;
+    }
+  }
+}
+
+// A two-node tree's member and its peers, worked by hand: tp=2 x cp=2 x dp=3 on three hosts of 4
+// GPUs under one leaf, S = 1 GB a dim, no latency. Block keeps each host's TP and CP pairs on
+// NVLink (S / nv each) and runs DP as a ring over the three hosts, 4/3 S through a port: 2 S / nv
+// + 4/3 S / port, the optimum. The tree cases let a DP group run as a tree on two hosts (S / port
+// from the host with one member) while TP and CP stay on NVLink: 2 S / nv + S / port, 20% below.
+// But the host holding two members of that DP group holds, for one of them, at most 4 / 2 ranks
+// sharing its DP coordinate: its TP and CP peers there number at most 2 with it, so TP or CP
+// leaves the host (a pair across two hosts is a tree: S / port), and the DP pair sends S / 2 a
+// member: S / nv + S / port + S / (2 port), above block.
+TEST(BoundTest, TreeMemberFloorChargesTheTreesHostItsPeers) {
+  Small s = small(tiny(3, 3, 4, 1), {4, 4, 4}, "tp=2,cp=2,dp=3");
+  Instance in = make_instance(s.fabric, s.nodes, s.request);
+  const double S = 1e9, nv = 150e9, port = 25e9;
+  for (auto& d : in.traffic.dims) {
+    if (d.size <= 1) continue;
+    d.bytes = S;
+    d.calls = 0;
+  }
+  const double block = evaluate_seconds(in.machine, in.traffic, in.block_slot);
+  const double optimum = 2 * S / nv + 4.0 / 3 * S / port;
+  EXPECT_NEAR(block, optimum, optimum * 1e-9);
+  EXPECT_NEAR(brute_force_hosts(in), optimum, optimum * 1e-9);
+  const double lb = lower_bound(in.machine, in.traffic);
+  EXPECT_NEAR(lb, optimum, optimum * 1e-9)
+      << "the tree case without the member's peers: " << 2 * S / nv + S / port << " s";
+}
+
+// The member floors against brute force where they count: 12 ranks on three hosts of 4 GPUs (one
+// leaf, or a leaf each at 1:1 to 8:1, half of them hashing onto one or two ECMP cables), three
+// dims of which one or two are all-reduces of 3 (a two-node tree puts 2 of 3 on one host), in
+// either order, random bytes per dim, some draws with latency.
+TEST(BoundTest, MemberPeersBoundAtMostOptimumOnTwelveRanks) {
+  for (std::uint64_t seed = 1; seed <= 8; ++seed) {
+    std::mt19937_64 g(seed * 7919);
+    auto below = [&](int n) { return static_cast<int>(g() % static_cast<std::uint64_t>(n)); };
+    const double oversub[] = {1, 2, 4, 8};
+    FatTreeSpec spec = tiny(3, below(2) == 0 ? 3 : 1, 4, oversub[below(4)]);
+    if (below(2) == 0) spec = ecmp(spec, 1 + below(2));
+    const double nvlink[] = {20, 60, 150};
+    spec.nvlink_gbps = nvlink[below(3)];
+    const char* layouts[] = {"tp=2,cp=2,dp=3", "tp=3,cp=2,dp=2", "tp=2,dp=3,pp=2", "tp=3,dp=4"};
+    std::string layout = layouts[below(4)];
+    if (below(2) == 0) layout += ",order=dp-pp-cp-tp";
+    Small sm = small(spec, {4, 4, 4}, layout);
+    Instance in = make_instance(sm.fabric, sm.nodes, sm.request);
+    const bool latency = below(3) == 0;
+    for (auto& d : in.traffic.dims) {
+      d.bytes *= 0.25 + 0.25 * below(12);
+      if (latency) d.calls = 1 + below(20000);
+    }
+    const double best = brute_force_hosts(in);
+    const double lb = lower_bound(in.machine, in.traffic);
+    EXPECT_LE(lb, best * (1 + 1e-12)) << "seed " << seed << ": " << layout;
+    std::cout << "  seed " << seed << " " << layout << ": bound " << lb / best * 100
+              << "% of the optimum\n";
+  }
+}
+
+// Latency above a leaf against brute force: 8 ranks on whole hosts of 2 or 4 GPUs under leaves of
+// one or two hosts (sometimes pods of two leaves), rails, ECMP or two NICs now and then, random
+// bytes and calls so that latency and bandwidth both count.
+TEST(BoundTest, LevelLatencyBoundAtMostOptimumOnRandomInstances) {
+  for (std::uint64_t seed = 1; seed <= 12; ++seed) {
+    std::mt19937_64 g(seed * 7727);
+    auto below = [&](int n) { return static_cast<int>(g() % static_cast<std::uint64_t>(n)); };
+    const int gpus = below(3) == 0 ? 4 : 2;
+    const int hosts = 8 / gpus;
+    FatTreeSpec spec = tiny(hosts, 1 + below(2), gpus, 1 + below(4));
+    if (below(2) == 0) spec = three_tier(spec, 2, 1 + below(3));
+    spec = vary(spec, g, 5);
+    const char* layouts[] = {"tp=2,dp=4",      "tp=4,dp=2", "tp=2,cp=2,dp=2",
+                             "tp=2,pp=2,dp=2", "ep=4,dp=2", "tp=2,ep=2,dp=2"};
+    std::string layout = layouts[below(6)];
+    if (below(2) == 0) layout += ",order=dp-pp-ep-cp-tp";
+    Small sm = small(spec, std::vector<int>(static_cast<std::size_t>(hosts), gpus), layout);
+    Instance in = make_instance(sm.fabric, sm.nodes, sm.request);
+    for (auto& d : in.traffic.dims) {
+      d.bytes *= 0.001 * (1 + below(1000));
+      d.calls = 1 + below(20000);
+    }
+    ASSERT_LE(lower_bound(in.machine, in.traffic), brute_force(in) * (1 + 1e-12))
+        << "seed " << seed << ": " << layout;
+  }
+}
+
+// Middle stages worked by hand: four hosts of two GPUs, tp=2 x pp=4. Every host holds a TP pair
+// at best (NVLink), so the stages lie on four hosts and a middle stage receives the pipeline's S
+// from both neighbours by its own port: 2S/port. The walk alone speaks for an end stage (S/port)
+// since it cannot choose the rank; walked from a middle stage it reaches the optimum.
+TEST(BoundTest, MiddleStagesBoundThePipelineAtTwoNeighbours) {
+  Small s = small(tiny(4, 4, 2, 1), {2, 2, 2, 2}, "tp=2,pp=4");
+  const Instance in = make_instance(s.fabric, s.nodes, s.request);
+  const double best = brute_force(in);
+  const double lb = lower_bound(in.machine, in.traffic);
+  EXPECT_LE(lb, best * (1 + 1e-12));
+  EXPECT_GE(lb, best * (1 - 1e-9)) << "the bound should reach the optimum: " << lb << " < " << best;
+  // A pipeline of two stages has no middle stage: the same hosts with tp=2 x pp=2 x dp=2 still
+  // hold the bound below the optimum (nothing here may claim the middle floor).
+  Small two = small(tiny(4, 4, 2, 1), {2, 2, 2, 2}, "tp=2,pp=2,dp=2");
+  const Instance in2 = make_instance(two.fabric, two.nodes, two.request);
+  EXPECT_LE(lower_bound(in2.machine, in2.traffic), brute_force(in2) * (1 + 1e-12));
+}
+
+// Middle stages against brute force: pipelines of 3, 4 or 8 stages over up to 8 ranks on hosts
+// of 1 to 4 GPUs lending some or all of them (so that places of several sizes hold the middle
+// stages), leaves of one to three hosts, pods now and then, rails, ECMP, two NICs, NVLink
+// domains; random bytes and calls so that latency and bandwidth both count.
+TEST(BoundTest, MiddleStageBoundAtMostOptimumOnRandomInstances) {
+  int checked = 0, at_optimum = 0;
+  for (std::uint64_t seed = 1; checked < 60; ++seed) {
+    ASSERT_LT(seed, 1000u) << "too few valid instances drawn";
+    std::mt19937_64 g(seed * 6151);
+    auto below = [&](int n) { return static_cast<int>(g() % static_cast<std::uint64_t>(n)); };
+    const int gpus = 1 + below(4);
+    FatTreeSpec spec = tiny(8, 1 + below(3), gpus, 1 + below(4));
+    if (below(3) == 0) spec = three_tier(spec, 2, 1 + below(3));
+    spec = vary(spec, g, 4);
+    if (below(5) == 0) spec = nvl(spec, 2 + below(2));
+    int world = 0;
+    const std::vector<int> tasks = draw_tasks(g, spec, 3, &world);
+    std::vector<std::string> layouts;
+    if (world % 3 == 0) layouts = {"pp=3,dp=auto", "tp=2,pp=3,dp=auto", "pp=3,tp=2,dp=auto"};
+    if (world % 4 == 0) layouts = {"pp=4,dp=auto", "tp=2,pp=4,dp=auto", "pp=4,cp=2,dp=auto"};
+    if (world == 8 && below(4) == 0) layouts = {"pp=8"};
+    if (layouts.empty()) continue;
+    std::string layout = layouts[static_cast<std::size_t>(below(static_cast<int>(layouts.size())))];
+    if (below(3) == 0) layout += ",order=pp-dp-cp-tp";
+    Small sm = small(spec, tasks, layout);
+    Instance in = make_instance(sm.fabric, sm.nodes, sm.request);
+    if (below(2) == 0) {
+      for (auto& d : in.traffic.dims) {
+        d.bytes *= 0.001 * (1 + below(1000));
+        d.calls = 1 + below(20000);
+      }
+    }
+    const double best = brute_force(in);
+    const double lb = lower_bound(in.machine, in.traffic);
+    ASSERT_LE(lb, best * (1 + 1e-12))
+        << "seed " << seed << ": " << layout << " on " << world << " GPUs";
+    if (lb >= best * (1 - 1e-9)) ++at_optimum;
+    ++checked;
+  }
+  std::cout << "  bound at the optimum on " << at_optimum << " of " << checked << "\n";
+  // The middle stages must be what lifts some of them, or this test does not check them.
+  EXPECT_GE(at_optimum, 19);  // 21 at the time of writing, 17 with the walk's end-stage floor
+}
+
+// Hashed flows in the bound (ecmp_exit(), ecmp_case_bound()) against brute force: every tier ECMP,
+// hosts of 1 to 4 GPUs under leaves of 1 to 3 hosts, pods now and then, rails, two NICs, 6 or 8
+// ranks in rings, all-to-alls and pipelines, random bytes per dim.
+TEST(BoundTest, EcmpFlowBoundAtMostOptimumOnRandomInstances) {
+  int checked = 0, at_optimum = 0;
+  for (std::uint64_t seed = 1; checked < 60; ++seed) {
+    ASSERT_LT(seed, 1000u) << "too few valid instances drawn";
+    std::mt19937_64 g(seed * 7919);
+    auto below = [&](int n) { return static_cast<int>(g() % static_cast<std::uint64_t>(n)); };
+    const int gpus = 1 + below(4);
+    FatTreeSpec spec = tiny(8, 1 + below(3), gpus, 1 + below(3));
+    if (below(3) == 0) spec = three_tier(spec, 2, 1 + below(3));
+    spec = ecmp(vary(spec, g, 4), 1 + below(2));
+    int world = 0;
+    const std::vector<int> tasks = draw_tasks(g, spec, 4, &world);
+    std::vector<std::string> layouts;
+    if (world == 6) layouts = {"tp=2,dp=3", "tp=3,dp=2", "ep=3,dp=2", "cp=2,dp=3", "pp=2,dp=3"};
+    if (world == 8) {
+      layouts = {"tp=2,dp=4", "tp=4,dp=2", "tp=2,cp=2,dp=2", "ep=4,dp=2",
+                 "tp=2,ep=4", "dp=8",      "cp=2,pp=2,dp=2"};
+    }
+    if (layouts.empty()) continue;
+    const std::string layout =
+        layouts[static_cast<std::size_t>(below(static_cast<int>(layouts.size())))];
+    Small sm = small(spec, tasks, layout);
+    Instance in = make_instance(sm.fabric, sm.nodes, sm.request);
+    for (auto& d : in.traffic.dims) d.bytes *= 0.01 * (1 + below(100));
+    const double best = brute_force(in);
+    const double lb = lower_bound(in.machine, in.traffic);
+    ASSERT_LE(lb, best * (1 + 1e-12))
+        << "seed " << seed << ": " << layout << " on " << world << " GPUs";
+    if (lb >= best * (1 - 1e-6)) ++at_optimum;
+    ++checked;
+  }
+  std::cout << "  bound at the optimum on " << at_optimum << " of " << checked << "\n";
+  // 26 at the time of writing (261 of 900 over more seeds, none above the optimum); 25 without
+  // the cases, 22 with every uplink priced at the most flows its ranks could send.
+  EXPECT_GE(at_optimum, 26);
+}
+
+// An all-to-all cut by a place sends its pairs across: eight 1-GPU hosts under two leaves of four
+// at 8:1 (a leaf's uplink is 4 x 25 / 8 = 12.5 GB/s), ep=4 x dp=2. A leaf holds four ranks: a
+// whole ep group (the four dp pairs cross), two of each ep group (2 x 2 x 2 pairs each send S/4:
+// 2S, where counting cut groups at (n - 1) S / n charged 1.5S), or three and one (6 pairs, and
+// two dp pairs). Charged by pairs the whole cuts reach the optimum (51.54 s, but for microseconds
+// of latency; 46.39 s counting groups).
+TEST(BoundTest, WholeCutsChargeAnAllToAllItsPairsAcrossTheCut) {
+  Small s = small(tiny(8, 4, 1, 8), std::vector<int>(8, 1), "ep=4,dp=2");
+  const Instance in = make_instance(s.fabric, s.nodes, s.request);
+  const double best = brute_force(in);
+  const double lb = lower_bound(in.machine, in.traffic);
+  EXPECT_LE(lb, best * (1 + 1e-12));
+  EXPECT_GE(lb, best * (1 - 1e-6)) << "the bound should reach the optimum: " << lb << " < " << best;
+}
+
+// Whole cuts counting all-to-alls by their pairs, and counting fewer dims than a job has (as on
+// jobs of four or more, lower_bound_counting), against brute force: 6 to 8 ranks on hosts of one
+// or two GPUs under oversubscribed leaves of two to four hosts, pods now and then, ECMP, rails.
+TEST(BoundTest, WholeCutsOfPairsAndUncountedDimsAtMostOptimum) {
+  int checked = 0;
+  for (std::uint64_t seed = 1; checked < 40; ++seed) {
+    ASSERT_LT(seed, 1000u) << "too few valid instances drawn";
+    std::mt19937_64 g(seed * 4243);
+    auto below = [&](int n) { return static_cast<int>(g() % static_cast<std::uint64_t>(n)); };
+    const int gpus = 1 + below(2);
+    FatTreeSpec spec = tiny(8 / gpus, (2 + below(3)) / gpus + 1, gpus, 2 + below(7));
+    if (below(3) == 0) spec = three_tier(spec, 2, 1 + below(3));
+    spec = vary(spec, g, 4);
+    const char* layouts[] = {"ep=4,dp=2", "tp=2,ep=4",      "ep=8",           "cp=2,ep=4",
+                             "ep=4,pp=2", "tp=2,ep=2,dp=2", "cp=2,ep=2,dp=2", "tp=2,cp=2,dp=2"};
+    std::string layout = layouts[below(8)];
+    if (below(2) == 0) layout += ",order=dp-pp-ep-cp-tp";
+    Small sm = small(spec, std::vector<int>(static_cast<std::size_t>(8 / gpus), gpus), layout);
+    Instance in = make_instance(sm.fabric, sm.nodes, sm.request);
+    if (below(2) == 0) {
+      for (auto& d : in.traffic.dims) d.bytes *= 0.01 * (1 + below(100));
+    }
+    const double best = brute_force(in);
+    ASSERT_LE(lower_bound(in.machine, in.traffic), best * (1 + 1e-12))
+        << "seed " << seed << ": " << layout;
+    for (std::size_t counted : {1, 2}) {
+      ASSERT_LE(lower_bound_counting(in.machine, in.traffic, counted), best * (1 + 1e-12))
+          << "seed " << seed << ": " << layout << ", counting " << counted;
+    }
+    ++checked;
+  }
+}
+
+// ECMP in the bound, worked by hand: 2 leaves of 1 host, 1 GPU and one 25 GB/s NIC each; each
+// leaf's 25 GB/s uplink is 4 links (one per spine). dp=2 must cross: one flow of S (a two-host
+// tree) out of each leaf, which ECMP hashes onto one 6.25 GB/s link, E = 4: S / 6.25 GB/s. The
+// bound used to charge the uplink its mean load, S / 25 GB/s; a leaf's ranks can send at most
+// one flow each up, so its exit load is charged at least E(1 flow, 4 links) = 4.
+TEST(BoundTest, BoundChargesEcmpsWorstLinkToFlowsThatMustCrossIt) {
+  FatTreeSpec spec = tiny(2, 1, 1, 1);
+  spec.routing = topology::Routing::kEcmp;
+  Small s = small(spec, {1, 1}, "dp=2");
+  Instance in = make_instance(s.fabric, s.nodes, s.request);
+  ASSERT_TRUE(in.machine.levels[0].ecmp);
+  ASSERT_EQ(in.machine.levels[0].uplink_links[0], 4u);
+  const double S = dim(in, "dp").bytes;
+  const double best = brute_force(in);
+  const double lb = lower_bound(in.machine, in.traffic);
+  EXPECT_LE(lb, best * (1 + 1e-12));
+  EXPECT_GE(lb, 4 * S / 25e9) << "bound " << lb << " s, optimum " << best << " s";
+}
+
+// ECMP's factor at the flows a cut really sends, worked by hand: 4 hosts of 1 GPU and one 25 GB/s
+// NIC, leaves of 2 hosts whose 50 GB/s uplinks hash onto 4 links of 12.5 GB/s. dp=4 is a ring
+// over the 4 hosts (no tree at 4 nodes); every placement puts 2 members in each leaf. In leaf
+// order the ring leaves each leaf once: one flow of V, E(1 flow) = 4 (it runs on one link), V /
+// 12.5 GB/s. Alternating leaves sends two flows of V out of each: 2 V x E(2 flows) / 50 GB/s,
+// slower. The bound used to price the uplink at the most flows the leaf's 2 ranks could send (2,
+// E = 2.26 here); but each flow of a ring's hop carries V / (its group's members on the host), V
+// here, so a leaf that sends u bytes up sends at most u / V flows, and the least u is V.
+TEST(BoundTest, BoundCountsTheFlowsARingCanHashOntoAnEcmpUplink) {
+  FatTreeSpec spec = ecmp(tiny(4, 2, 1, 1), 1);
+  Small s = small(spec, {1, 1, 1, 1}, "dp=4");
+  Instance in = make_instance(s.fabric, s.nodes, s.request);
+  ASSERT_TRUE(in.machine.levels[0].ecmp);
+  ASSERT_EQ(in.machine.levels[0].uplink_links[0], 4u);
+  ASSERT_DOUBLE_EQ(in.machine.levels[0].uplink_gbps[0], 50.0);
+  const DimTraffic& dp = dim(in, "dp");
+  const double V = 2.0 * 3 / 4 * dp.bytes;
+  const double best = brute_force(in);
+  const double block = evaluate_seconds(in.machine, in.traffic, in.block_slot);
+  const double latency = block - V / 12.5e9;  // the uplink is block's bottleneck
+  EXPECT_NEAR(best, block, best * 1e-12);
+  EXPECT_GT(latency, 0);
+  const double lb = lower_bound(in.machine, in.traffic);
+  EXPECT_LE(lb, best * (1 + 1e-12));
+  // Within a few microseconds, a spine's latency (the bound charges a leaf's); 8.83 s (57%) at the
+  // most flows.
+  EXPECT_GE(lb, best * (1 - 1e-6)) << "bound " << lb << " s, optimum " << best << " s";
+}
+
+// The same for an all-to-all: 2 hosts of 2 GPUs, one 25 GB/s NIC each, a leaf each whose 50 GB/s
+// uplink hashes onto 4 links. ep=4 puts 2 members on each host, and each sends S/4 to each of
+// the 2 members across: 4 flows of S/4 leave each leaf, E(4 flows) = 1.89, S x 1.89 / 50 GB/s,
+// the step's bottleneck (a NIC carries S/2 at 25 GB/s). The most flows 2 ranks could send is 6
+// (3 peers each, E = 1.73); the cut's pairs carry S, and at S/4 a flow that is 4 flows.
+TEST(BoundTest, BoundCountsTheFlowsAnAllToAllCanHashOntoAnEcmpUplink) {
+  FatTreeSpec spec = ecmp(tiny(2, 1, 2, 1), 1);
+  Small s = small(spec, {2, 2}, "ep=4");
+  Instance in = make_instance(s.fabric, s.nodes, s.request);
+  ASSERT_TRUE(in.machine.levels[0].ecmp);
+  ASSERT_EQ(in.machine.levels[0].uplink_links[0], 4u);
+  ASSERT_DOUBLE_EQ(in.machine.levels[0].uplink_gbps[0], 50.0);
+  const double best = brute_force(in);
+  const double lb = lower_bound(in.machine, in.traffic);
+  EXPECT_LE(lb, best * (1 + 1e-12));
+  // Within 0.02%, the spine's latency on ep's every call (the bound charges a leaf's); 11.97 s
+  // (91%) at the most flows.
+  EXPECT_GE(lb, best * (1 - 2e-4)) << "bound " << lb << " s, optimum " << best << " s";
+}
+
+// Which hops can be trees, by the members a host holds: four hosts of 2 GPUs, one 25 GB/s NIC
+// each, leaves of two hosts whose 100 GB/s uplinks hash onto 4 links. tp=2 x dp=4: block keeps
+// each TP pair on its host and runs DP as a ring over the four hosts (V = 1.5 S a hop); each
+// leaf sends 2 flows of V up, E(2 flows, 4 links) = 2.26, and that is optimal. The bound used to
+// price DP as a two-host tree (S a hop) with TP still inside hosts, which no placement is: a DP
+// group on two hosts takes 2 members a host, and a host of 2 GPUs then splits its TP pair. With
+// at most one member a host (the ECMP cases' kappa = 1) every DP group is a ring; with two, TP
+// leaves its hosts. The bound reaches the optimum (it was 5.01 s, 90%).
+TEST(BoundTest, EcmpCasesSeeThatFewMembersAHostMakeRingsNotTrees) {
+  Small s = small(ecmp(tiny(4, 2, 2, 1), 1), {2, 2, 2, 2}, "tp=2,dp=4");
+  Instance in = make_instance(s.fabric, s.nodes, s.request);
+  ASSERT_EQ(in.machine.levels[0].uplink_links[0], 4u);
+  ASSERT_DOUBLE_EQ(in.machine.levels[0].uplink_gbps[0], 100.0);
+  const double best = brute_force(in);
+  EXPECT_NEAR(evaluate_seconds(in.machine, in.traffic, in.block_slot), best, best * 1e-12);
+  const double lb = lower_bound(in.machine, in.traffic);
+  EXPECT_LE(lb, best * (1 + 1e-12));
+  // Within a few microseconds, a spine's latency (the bound charges a leaf's).
+  EXPECT_GE(lb, best * (1 - 1e-5)) << "bound " << lb << " s, optimum " << best << " s";
+}
+
+// Partner floors on islands, worked by hand and checked by brute force. Hosts of 2 GPUs, NVLink
+// domains of 2 hosts; the step takes hosts 0, 2, 3 and 4: islands of 2 slots (host 0; its
+// domain's other host is outside the step), 4 (hosts 2-3) and 2 (host 4); tp=2, dp=4. On a lone
+// host, tp whole leaves one member of each of two DP groups. As a two-island tree, such a group
+// has its other three members on one island, each in its own TP group, so some rank there has
+// no TP peer on its island (4 slots over 3 members): TP leaves its island, far slower than a DP
+// ring. The walk without partner floors took tp whole plus DP's tree (3.7249 s); with them the
+// bound is the optimum, 5.0134 s (TP on NVLink, DP rings).
+TEST(BoundTest, IslandWalkPricesATreesPartnerDomain) {
+  Small s = small(nvl(tiny(8, 8, 2, 1), 2), {2, 0, 2, 2, 2}, "tp=2,dp=4");
+  const Instance in = make_instance(s.fabric, s.nodes, s.request);
+  const double best = brute_force(in);
+  EXPECT_NEAR(best, 5.0134, 1e-4);
+  EXPECT_NEAR(lower_bound(in.machine, in.traffic), best, 1e-9);
+}
+
+// Two-island trees against brute force, where the island walk's partner floors decide: hosts of
+// 2 GPUs in NVLink domains of 2 or 3 hosts, 8 ranks on hosts lending 0-2 GPUs (islands of
+// uneven size), a layout with an all-reduce of 2 to 4 members beside another dim, random bytes
+// per dim (so that either a tree or its partner's other dims can be what binds), NVLink fast or
+// slow, and each instance again with latency dominating. IslandWalkPricesATreesPartnerDomain is
+// one such instance worked by hand.
+TEST(BoundTest, IslandTreeBoundAtMostOptimumOnRandomInstances) {
+  int checked = 0;
+  for (std::uint64_t seed = 1; checked < 40; ++seed) {
+    ASSERT_LT(seed, 400u) << "too few valid instances drawn";
+    std::mt19937_64 g(seed * 6151);
+    auto below = [&](int n) { return static_cast<int>(g() % static_cast<std::uint64_t>(n)); };
+    FatTreeSpec spec = nvl(tiny(7, 7, 2, 1 + below(3)), 2 + below(2));
+    spec = vary(spec, g, 6);
+    std::vector<int> tasks;
+    int world = 0;
+    for (int h = 0; h < spec.hosts && world < 8; ++h) {
+      const int k = std::min(below(4) == 0 ? below(2) : 2, 8 - world);
+      tasks.push_back(k);
+      world += k;
+    }
+    if (world != 8) continue;
+    const char* layouts[] = {"tp=2,dp=4", "tp=4,dp=2", "tp=2,cp=2,dp=2", "ep=2,dp=4",
+                             "tp=2,pp=2,dp=2"};
+    std::string layout = layouts[below(5)];
+    if (below(3) == 0) layout += ",order=dp-pp-ep-cp-tp";
+    Small sm = small(spec, tasks, layout);
+    Instance in = make_instance(sm.fabric, sm.nodes, sm.request);
+    for (auto& d : in.traffic.dims) d.bytes *= 0.125 * (1 + below(16));
+    ASSERT_NO_FATAL_FAILURE(expect_bound_at_most_optimum_both_ways(
+        in, g, "seed " + std::to_string(seed) + ": " + layout));
+    ++checked;
+  }
+}
+
+// Whole cuts at full size: 32 hosts of 8 GPUs under two 16-host leaves at 4:1, tp=8, cp=4, dp=8.
+// A leaf holds half the job, so it cuts all the DP groups, all the CP groups or all the TP
+// groups (docs/mapper.md, "Whole cuts"); the walk and the joint term alone price a mixture of
+// those cuts and stop at 1.6875 s. With the whole cuts the bound reaches topo's plan, which is
+// then optimal; plan()'s fast bound is the old one.
+TEST(BoundTest, WholeCutsProveTopoOptimalOnTwoLeavesAtFourToOne) {
+  Small s = small(tiny(32, 16, 8, 4), std::vector<int>(32, 8), "tp=8,cp=4,dp=auto");
+  const Instance in = make_instance(s.fabric, s.nodes, s.request);
+  const RankPlan p = plan(s.fabric, s.nodes, s.request);
+  const double lb = lower_bound(in.machine, in.traffic);
+  EXPECT_LE(lb, p.cost.seconds);  // 1.9291 s, but for a few us of latency
+  EXPECT_GT(lb, p.cost.seconds * (1 - 1e-5));
+  EXPECT_LT(p.lower_bound, 0.9 * lb);  // 1.6875 s without them
+  EXPECT_LT(p.cost.seconds, p.block_cost.seconds);
+}
+
+}  // namespace
+}  // namespace topoaware::mapper
