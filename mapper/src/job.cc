@@ -27,12 +27,33 @@ double number(const std::string& context, const toml::node& node, const char* ke
   return *v;
 }
 
-Pattern pattern_of(const std::string& context, const toml::node& node) {
+// `pattern`, the older key: the collective each shape stood for.
+Collective pattern_key(const std::string& context, const toml::node& node) {
   std::optional<std::string> s = node.value<std::string>();
-  if (s == "ring" || s == "all-reduce" || s == "allreduce") return Pattern::kRing;
-  if (s == "all-to-all" || s == "alltoall" || s == "a2a") return Pattern::kAllToAll;
-  if (s == "pipeline" || s == "p2p" || s == "send-recv") return Pattern::kPipeline;
+  if (s == "ring" || s == "all-reduce" || s == "allreduce") return Collective::kAllReduce;
+  if (s == "all-to-all" || s == "alltoall" || s == "a2a") return Collective::kAllToAll;
+  if (s == "pipeline" || s == "p2p" || s == "send-recv") return Collective::kSendRecv;
   throw Error(at(context, node) + ": pattern must be ring, all-to-all or pipeline");
+}
+
+Collective collective_key(const std::string& context, const toml::node& node) {
+  std::optional<std::string> s = node.value<std::string>();
+  if (s == "all-reduce") return Collective::kAllReduce;
+  if (s == "reduce-scatter+all-gather" || s == "all-gather" || s == "reduce-scatter") {
+    return Collective::kGather;
+  }
+  if (s == "all-to-all") return Collective::kAllToAll;
+  if (s == "send-recv") return Collective::kSendRecv;
+  if (s == "ring-exchange") return Collective::kRingExchange;
+  throw Error(at(context, node) +
+              ": collective must be all-reduce, reduce-scatter+all-gather (or all-gather, "
+              "reduce-scatter), all-to-all, send-recv or ring-exchange");
+}
+
+bool flag(const std::string& context, const toml::node& node, const std::string& key) {
+  // is_boolean: value<bool>() would take an integer too.
+  if (!node.is_boolean()) throw Error(at(context, node) + ": " + key + " must be true or false");
+  return *node.value<bool>();
 }
 
 }  // namespace
@@ -46,7 +67,8 @@ Layout parse_job_toml(std::string_view text, const std::string& context, int wor
     throw Error(context + ":" + std::to_string(e.source().begin.line) + ": " +
                 std::string(e.description()));
   }
-  static const char* kTop[] = {"layout", "order", "model", "dims", "flow"};
+  static const char* kTop[] = {"layout", "order", "model", "dims", "flow", "split", "framework",
+                               "nccl"};
   for (const auto& [k, v] : doc) {
     bool known = false;
     for (const char* t : kTop) known |= (k.str() == t);
@@ -106,7 +128,15 @@ Layout parse_job_toml(std::string_view text, const std::string& context, int wor
         std::string key(dk.str());
         if (key == "size") continue;
         if (key == "pattern") {
-          dim->pattern = pattern_of(context, dv);
+          if (d.get("collective")) {
+            throw Error(at(context, dv) + ": dims." + std::string(k.str()) +
+                        " gives both pattern and collective (collective says more)");
+          }
+          dim->collective = pattern_key(context, dv);
+          dim->pattern = pattern_of(*dim->collective);
+        } else if (key == "collective") {
+          dim->collective = collective_key(context, dv);
+          dim->pattern = pattern_of(*dim->collective);
         } else if (key == "bytes_per_step") {
           dim->bytes_per_step = number(context, dv, "bytes_per_step", 0, 1e18);
         } else if (key == "calls_per_step") {
@@ -141,6 +171,12 @@ Layout parse_job_toml(std::string_view text, const std::string& context, int wor
         f.experts = number(context, v, "experts", 0, 1e6);
       else if (key == "topk")
         f.topk = number(context, v, "topk", 1, 1e3);
+      else if (key == "kv_fraction")
+        f.kv_fraction = number(context, v, "kv_fraction", 1e-3, 1);
+      else if (key == "gpu_tflops")
+        f.gpu_tflops = number(context, v, "gpu_tflops", 1e-3, 1e6);
+      else if (key == "bucket_params")
+        f.bucket_params = number(context, v, "bucket_params", 1, 1e13);
       else if (key == "dtype") {
         auto s = v.value<std::string>();
         if (s == "bf16" || s == "fp16")
@@ -153,6 +189,55 @@ Layout parse_job_toml(std::string_view text, const std::string& context, int wor
           throw Error(at(context, v) + ": dtype must be bf16, fp16, fp32 or fp8");
       } else {
         throw Error(at(context, v) + ": unknown key model." + key);
+      }
+    }
+  }
+  if (const toml::node* n = doc.get("split")) {
+    auto v = n->value<std::string>();
+    if (v == "allow") {
+      layout.split = SplitPolicy::kAllow;
+    } else if (v == "domains") {
+      layout.split = SplitPolicy::kDomains;
+    } else {
+      throw Error(at(context, *n) + ": split must be \"domains\" (groups that fit an NVLink "
+                                    "domain stay in one) or \"allow\"");
+    }
+  }
+  if (const toml::node* n = doc.get("framework")) {
+    const toml::table* t = n->as_table();
+    if (!t) throw Error(at(context, *n) + ": framework must be a table");
+    Framework& fw = layout.framework;
+    for (const auto& [k, v] : *t) {
+      const std::string key(k.str());
+      if (key == "sequence_parallel")
+        fw.sequence_parallel = flag(context, v, key);
+      else if (key == "distributed_optimizer")
+        fw.distributed_optimizer = flag(context, v, key);
+      else if (key == "overlap_grad_reduce")
+        fw.overlap_grad_reduce = flag(context, v, key);
+      else if (key == "overlap_param_gather")
+        fw.overlap_param_gather = flag(context, v, key);
+      else
+        throw Error(at(context, v) + ": unknown key framework." + key);
+    }
+  }
+  if (const toml::node* n = doc.get("nccl")) {
+    const toml::table* t = n->as_table();
+    if (!t) throw Error(at(context, *n) + ": nccl must be a table");
+    for (const auto& [k, v] : *t) {
+      const std::string key(k.str());
+      if (key == "version") {
+        auto s = v.value<std::string>();
+        if (!s) throw Error(at(context, v) + ": nccl.version must be a string like \"2.27\"");
+        try {
+          layout.nccl = nccl::parse_version(*s);
+        } catch (const Error& e) {
+          throw Error(at(context, v) + ": " + e.what());
+        }
+      } else if (key == "collnet") {
+        layout.collnet = flag(context, v, key);
+      } else {
+        throw Error(at(context, v) + ": unknown key nccl." + key);
       }
     }
   }

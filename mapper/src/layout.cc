@@ -46,6 +46,42 @@ std::vector<std::string> split(std::string_view s, char sep) {
 
 }  // namespace
 
+std::string_view to_string(Collective c) {
+  switch (c) {
+    case Collective::kAllReduce:
+      return "all-reduce";
+    case Collective::kGather:
+      return "reduce-scatter+all-gather";
+    case Collective::kAllToAll:
+      return "all-to-all";
+    case Collective::kSendRecv:
+      return "send-recv";
+    case Collective::kRingExchange:
+      return "ring-exchange";
+  }
+  return "all-reduce";
+}
+
+Pattern pattern_of(Collective c) {
+  switch (c) {
+    case Collective::kAllToAll:
+      return Pattern::kAllToAll;
+    case Collective::kSendRecv:
+      return Pattern::kPipeline;
+    default:
+      return Pattern::kRing;
+  }
+}
+
+std::string_view to_string(SplitPolicy p) { return p == SplitPolicy::kAllow ? "allow" : "domains"; }
+
+double exposed_seconds(const DimTraffic& d, double seconds) {
+  if (d.hidden_first_s <= 0 && d.hidden_rest_s <= 0) return seconds;
+  const double first = seconds * d.hidden_share;
+  return std::max(0.0, first - d.hidden_first_s) +
+         std::max(0.0, seconds - first - d.hidden_rest_s);
+}
+
 std::string_view to_string(Pattern p) {
   switch (p) {
     case Pattern::kRing:
@@ -78,6 +114,26 @@ Layout parse_layout(std::string_view spec, int world) {
       }
       std::string key = trim(std::string_view(item).substr(0, eq));
       std::string value = trim(std::string_view(item).substr(eq + 1));
+      if (key == "split") {
+        if (value == "allow") {
+          layout.split = SplitPolicy::kAllow;
+        } else if (value == "domains") {
+          layout.split = SplitPolicy::kDomains;
+        } else {
+          throw Error("layout '" + text + "': split=" + value +
+                      " (split=allow lets the cost model split groups that fit an NVLink "
+                      "domain; split=domains, the default, keeps them whole)");
+        }
+        continue;
+      }
+      if (key == "nccl") {
+        try {
+          layout.nccl = nccl::parse_version(value);
+        } catch (const Error& e) {
+          throw Error("layout '" + text + "': nccl=" + value + ": " + e.what());
+        }
+        continue;
+      }
       if (key == "order") {
         if (have_order) throw Error("layout '" + text + "': order given twice");
         have_order = true;
@@ -203,8 +259,33 @@ void resolve_layout(Layout& layout, int world) {
   }
 }
 
+namespace {
+
+// A dim's collective where the description does not name one: by its name, as Megatron-core
+// issues it under the framework's options; a user dim by its pattern.
+Collective default_collective(const Dim& d, const Framework& fw) {
+  if (d.collective) return *d.collective;
+  if (d.name == "tp") return fw.sequence_parallel ? Collective::kGather : Collective::kAllReduce;
+  if (d.name == "dp") {
+    return fw.distributed_optimizer ? Collective::kGather : Collective::kAllReduce;
+  }
+  if (d.name == "cp") return Collective::kRingExchange;
+  switch (d.pattern) {
+    case Pattern::kAllToAll:
+      return Collective::kAllToAll;
+    case Pattern::kPipeline:
+      return Collective::kSendRecv;
+    case Pattern::kRing:
+      break;
+  }
+  return Collective::kAllReduce;
+}
+
+}  // namespace
+
 std::vector<DimTraffic> default_traffic(const Layout& layout) {
   const ModelFigures& m = layout.model;
+  const Framework& fw = layout.framework;
   auto size_of = [&](std::string_view n) {
     for (const auto& d : layout.dims) {
       if (d.name == n) return static_cast<double>(std::max(d.size, 1));
@@ -212,10 +293,24 @@ std::vector<DimTraffic> default_traffic(const Layout& layout) {
     return 1.0;
   };
   const double tp = size_of("tp"), cp = size_of("cp"), ep = size_of("ep"), pp = size_of("pp");
-  // One micro-batch's activation tensor, and the layers one pipeline stage holds.
-  const double act = m.micro_batch * m.seq_len * m.hidden * m.dtype_bytes;
+  // One micro-batch's activations on one rank (its 1/cp of the sequence), and the layers one
+  // pipeline stage holds.
+  const double tokens = m.micro_batch * m.seq_len / cp;
+  const double act = tokens * m.hidden * m.dtype_bytes;
   const double stage_layers = std::max(1.0, m.layers / pp);
   const double mb = std::max(1.0, m.micro_batches);
+  // Parameters a rank holds (4h^2 attention + 8h^2 MLP a layer, the MLP once per expert it
+  // holds) and those a token passes through (topk experts), over tensor parallelism.
+  const double experts_here = m.experts > 0 ? std::max(1.0, m.experts / ep) : 1.0;
+  const double h2 = m.hidden * m.hidden;
+  const double params = stage_layers * h2 * (4 + 8 * experts_here) / tp;
+  const double active = stage_layers * h2 * (4 + 8 * (m.experts > 0 ? m.topk : 1.0)) / tp;
+  // One micro-batch's forward on one rank: 2 FLOPs a parameter a token, plus causal attention's
+  // 2 s^2 h a layer (QK^T and AV halved) over its heads (tp) and queries (cp). Backward twice that.
+  const double forward_flops =
+      2 * active * tokens + 2 * stage_layers * tokens * m.seq_len * m.hidden / tp;
+  const double forward_s = forward_flops / (std::max(1e-3, m.gpu_tflops) * 1e12);
+  const double backward_s = 2 * forward_s;
   std::vector<DimTraffic> out;
   long long stride = 1;
   for (const auto& d : layout.dims) {
@@ -223,40 +318,53 @@ std::vector<DimTraffic> default_traffic(const Layout& layout) {
     t.name = d.name;
     t.size = std::max(d.size, 1);
     t.stride = stride;
-    t.pattern = d.pattern;
-    t.all_reduce = d.pattern == Pattern::kRing && d.name != "cp";
+    t.collective = default_collective(d, fw);
+    t.pattern = pattern_of(t.collective);
+    t.all_reduce = t.collective == Collective::kAllReduce;
+    const bool gather = t.collective == Collective::kGather;
     double bytes = 0, calls = 0;
     if (d.name == "tp") {
-      // Two all-reduces (or reduce-scatter + all-gather) forward and two backward per layer,
-      // of this rank's share of the sequence.
-      bytes = 4 * stage_layers * mb * act / cp;
-      calls = 4 * stage_layers * mb;
+      // Per layer and micro-batch of the rank's activations: two all-reduces forward and two
+      // backward; with sequence parallelism two all-gathers and two reduce-scatters forward, the
+      // same backward and two more all-gathers of the inputs for the weight gradients
+      // (Megatron-core tensor_parallel/layers.py). Each call's buffer is `act`.
+      calls = (gather ? 10 : 4) * stage_layers * mb;
+      bytes = calls * act;
     } else if (d.name == "cp") {
-      // Ring attention passes K and V around forward and their gradients backward.
-      bytes = 2 * stage_layers * mb * act / tp;
-      calls = 2 * stage_layers * mb;
+      // Ring attention (Transformer Engine's P2P context parallelism): cp-1 rounds forward
+      // passing K and V to the next rank, cp-1 backward passing K, V and their gradients.
+      const double kv = 2 * act * m.kv_fraction / tp;
+      calls = 2 * (cp - 1) * stage_layers * mb;
+      bytes = 3 * (cp - 1) * kv * stage_layers * mb;
     } else if (d.name == "ep") {
-      // Dispatch and combine, forward and backward, of topk copies of the local tokens.
-      bytes = 4 * stage_layers * mb * std::max(1.0, m.topk) * act / (tp * cp);
+      // Dispatch and combine, forward and backward, of topk copies of the rank's tokens.
+      bytes = 4 * stage_layers * mb * std::max(1.0, m.topk) * act / tp;
       calls = 4 * stage_layers * mb;
     } else if (d.name == "dp") {
-      // One gradient all-reduce of the rank's parameters: 4h^2 attention + 8h^2 MLP per layer,
-      // MLP multiplied by the experts this rank holds.
-      double experts_here = m.experts > 0 ? std::max(1.0, m.experts / ep) : 1.0;
-      double params = stage_layers * m.hidden * m.hidden * (4 + 8 * experts_here) / tp;
-      bytes = params * m.grad_bytes;
-      calls = 1;
+      // The rank's gradients, reduced once a step in buckets: a reduce-scatter of the gradients
+      // and an all-gather of the updated (bf16) parameters with the distributed optimizer, an
+      // all-reduce of the gradients without it.
+      const double buckets = std::ceil(params / std::max(1.0, m.bucket_params));
+      bytes = params * (m.grad_bytes + (gather ? m.dtype_bytes : 0.0));
+      calls = buckets * (gather ? 2 : 1);
+      // What it overlaps: the reduction the last micro-batch's backward, the gather the next
+      // step's first forward (Megatron-core distributed/param_and_grad_buffer.py).
+      t.hidden_share = gather ? m.grad_bytes / (m.grad_bytes + m.dtype_bytes) : 1.0;
+      t.hidden_first_s = fw.overlap_grad_reduce ? backward_s : 0.0;
+      t.hidden_rest_s = gather && fw.overlap_param_gather ? forward_s : 0.0;
     } else if (d.name == "pp") {
-      // Activations forward and their gradients backward, once per micro-batch each way.
-      bytes = mb * act / (tp * cp);
+      // Activations forward and their gradients backward, once per micro-batch each way: the
+      // sequence-parallel shard with sequence parallelism, the tensor's 1/tp share of it
+      // (scatter-gather) without.
+      bytes = mb * act / tp;
       calls = mb;
     } else {
-      // A user dim without figures: one activation-sized all-reduce per layer and micro-batch.
-      bytes = stage_layers * mb * act / (tp * cp);
+      // A user dim without figures: one activation-sized collective per layer and micro-batch.
+      bytes = stage_layers * mb * act / tp;
       calls = stage_layers * mb;
     }
     t.bytes = d.bytes_per_step > 0 ? d.bytes_per_step : bytes;
-    t.calls = d.calls_per_step > 0 ? d.calls_per_step : calls;
+    t.calls = d.calls_per_step > 0 ? d.calls_per_step : std::max(1.0, calls);
     if (t.size == 1) t.bytes = 0;
     out.push_back(std::move(t));
     stride *= std::max(d.size, 1);
