@@ -1,8 +1,10 @@
 // The cost model's evaluation (cost.h: evaluate(), evaluate_seconds(), job_traffic()): every
-// dim's groups routed over the machine (routing.h), each resource's load over its bandwidth, the
-// busiest one timing the dim, plus the latency of the highest level its flows reach; and the report
-// of what was loaded. The Machine is machine.cc's, the lower bound bound/'s.
+// dim's groups routed over the machine as NCCL runs them (routing.h), each resource's load over its
+// bandwidth, the longer of the busiest one and NCCL's own time timing the dim, plus NCCL's latency;
+// each dim's exposed part summed; and the report of what was loaded. The Machine is machine.cc's,
+// the lower bound bound/'s.
 #include <algorithm>
+#include <map>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -19,7 +21,6 @@ namespace topoaware::mapper {
 namespace {
 
 using internal::kGB;
-using internal::latency_steps;
 
 // Routes flows and keeps per-resource loads for the dim being evaluated.
 class Router {
@@ -47,8 +48,8 @@ class Router {
   }
   void crossed(std::size_t l, double bytes) { crossing_ += bytes * static_cast<double>(l + 1); }
 
-  int flow(std::uint32_t a, std::uint32_t b, double bytes, bool p2p) {
-    return internal::route_flow(m_, res_, a, b, bytes, p2p, *this);
+  int flow(std::uint32_t a, std::uint32_t b, double bytes, std::uint32_t relay) {
+    return internal::route_flow(m_, res_, a, b, bytes, relay, *this);
   }
   const internal::ResourceIndex& resources() const { return res_; }
 
@@ -148,23 +149,28 @@ class Router {
 };
 
 struct DimResult {
-  double seconds = 0;
+  double seconds = 0;       // all of the dim's time: bandwidth and latency
   int in_host = 0, in_leaf = 0, across = 0;
   std::size_t worst = 0;
-  double bw_seconds = 0;
+  double bw_seconds = 0;    // the routed loads' time
+  double nccl_seconds = 0;  // NCCL's own bandwidth time of its slowest group
+  double latency_seconds = 0;
+  std::map<nccl::Algo, int> algos;  // groups per algorithm NCCL runs (collectives)
 };
 
 // Routes one dim's groups; `finish`: ends the dim (its bandwidth time, loads cleared), else the
-// loads stay for the dims that overlap it and only the latency term is returned.
-DimResult route_dim(Router& router, const Machine& m, const DimTraffic& d,
-                    const std::vector<std::uint32_t>& slot_of_rank, internal::NodeGroups& hg,
+// loads stay for the dims that overlap it. A dim takes the longer of NCCL's own bandwidth time for
+// its slowest group and its most loaded resource, plus its slowest group's latency.
+DimResult route_dim(Router& router, const Machine& m, const Traffic& t, std::size_t dim,
+                    const std::vector<std::uint32_t>& slot_of_rank,
+                    internal::GroupScratch& scratch, internal::CollectiveModel& model,
                     std::vector<std::uint32_t>& members, bool finish = true) {
   DimResult r;
+  const DimTraffic& d = t.dims[dim];
   const long long n = d.size;
   if (n <= 1 || d.bytes <= 0) return r;
   const long long world = static_cast<long long>(slot_of_rank.size());
   const long long block = d.stride * n;
-  int reached_max = 0;
   members.resize(static_cast<std::size_t>(n));
   for (long long outer = 0; outer < world; outer += block) {
     for (long long inner = 0; inner < d.stride; ++inner) {
@@ -173,38 +179,56 @@ DimResult route_dim(Router& router, const Machine& m, const DimTraffic& d,
         members[static_cast<std::size_t>(i)] =
             slot_of_rank[static_cast<std::size_t>(base + i * d.stride)];
       }
+      const internal::GroupCost g = internal::route_group(m, router.resources(), t, dim,
+                                                          members.data(), scratch, model, router);
       // 0: inside a host or NVLink domain, 1: under one switch group, more: across levels.
-      const int reached =
-          internal::route_group(m, router.resources(), d, members.data(), hg, router);
-      if (reached == 0)
+      if (g.reached == 0)
         ++r.in_host;
-      else if (reached == 1)
+      else if (g.reached == 1)
         ++r.in_leaf;
       else
         ++r.across;
-      reached_max = std::max(reached_max, reached);
+      r.nccl_seconds = std::max(r.nccl_seconds, g.nccl_seconds);
+      r.latency_seconds = std::max(r.latency_seconds, g.latency_seconds);
+      if (g.collective) ++r.algos[g.algo];
     }
   }
   if (finish) r.bw_seconds = router.finish_dim(&r.worst);
-  r.seconds =
-      r.bw_seconds + d.calls * latency_steps(d) * internal::reach_latency_us(m, reached_max) * 1e-6;
+  r.seconds = std::max(r.bw_seconds, r.nccl_seconds) + r.latency_seconds;
   return r;
 }
 
-// Overlapping dims: every dim's loads together, one bandwidth time, each dim's latency added.
+// "Ring" or "NVLS 8, Ring 4": what NCCL runs for a dim's groups, most groups first.
+std::string algorithms_text(const std::map<nccl::Algo, int>& algos) {
+  if (algos.size() == 1) return std::string(nccl::to_string(algos.begin()->first));
+  std::vector<std::pair<int, nccl::Algo>> by_count;
+  for (const auto& [a, c] : algos) by_count.emplace_back(-c, a);
+  std::sort(by_count.begin(), by_count.end());
+  std::string out;
+  for (const auto& [c, a] : by_count) {
+    out += (out.empty() ? "" : ", ") + std::string(nccl::to_string(a)) + " " + std::to_string(-c);
+  }
+  return out;
+}
+
+// Overlapping dims: every dim's loads together, one bandwidth time (at least each dim's NCCL
+// time), each dim's latency added.
 double overlapped_seconds(const Machine& m, const Traffic& t,
                           const std::vector<std::uint32_t>& slot_of_rank, double* crossing) {
   Router router(m, false);
-  internal::NodeGroups hg;
+  internal::GroupScratch scratch;
+  internal::CollectiveModel model(t);
   std::vector<std::uint32_t> members;
-  double latency = 0;
-  for (const auto& d : t.dims) {
-    latency += route_dim(router, m, d, slot_of_rank, hg, members, false).seconds;
+  double latency = 0, nccl = 0;
+  for (std::size_t d = 0; d < t.dims.size(); ++d) {
+    const DimResult r = route_dim(router, m, t, d, slot_of_rank, scratch, model, members, false);
+    latency += r.latency_seconds;
+    nccl = std::max(nccl, r.nccl_seconds);
   }
   for (const auto& f : t.matrix)
-    router.flow(slot_of_rank[f.from], slot_of_rank[f.to], f.bytes, true);
+    router.flow(slot_of_rank[f.from], slot_of_rank[f.to], f.bytes, internal::kAnyRelay);
   if (crossing) *crossing = router.crossing();
-  return router.finish_dim(nullptr) + latency;
+  return std::max(router.finish_dim(nullptr), nccl) + latency;
 }
 
 CostReport evaluate_impl(const Machine& m, const Traffic& t,
@@ -226,42 +250,56 @@ CostReport evaluate_impl(const Machine& m, const Traffic& t,
     if (s >= m.slots.size()) throw Error("cost model: rank placed on a slot that does not exist");
   }
   Router router(m, detail);
-  internal::NodeGroups hg;
+  internal::GroupScratch scratch;
+  internal::CollectiveModel model(t);
   std::vector<std::uint32_t> members;
   CostReport report;
   double worst_t = -1;
   std::string worst_name;
-  for (const auto& d : t.dims) {
-    DimResult r = route_dim(router, m, d, slot_of_rank, hg, members);
-    report.seconds += r.seconds;
+  for (std::size_t dim = 0; dim < t.dims.size(); ++dim) {
+    const DimTraffic& d = t.dims[dim];
+    const DimResult r = route_dim(router, m, t, dim, slot_of_rank, scratch, model, members);
+    const double exposed = exposed_seconds(d, r.seconds);
+    report.seconds += exposed;
+    report.raw_seconds += r.seconds;
     if (detail) {
       DimCost dc;
       dc.dim = d.name;
       dc.seconds = r.seconds;
+      dc.exposed = exposed;
+      dc.collective = std::string(to_string(d.collective));
+      dc.nccl = algorithms_text(r.algos);
       dc.groups_in_host = r.in_host;
       dc.groups_in_leaf = r.in_leaf;
       dc.groups_across = r.across;
       report.dims.push_back(dc);
-      if (r.bw_seconds > worst_t && r.bw_seconds > 0) {
-        worst_t = r.bw_seconds;
+      const double bound_by = std::max(r.bw_seconds, r.nccl_seconds);
+      if (bound_by > worst_t && bound_by > 0) {
+        worst_t = bound_by;
         std::ostringstream s;
-        s << router.describe(r.worst) << " (" << d.name << ", " << router.cap(r.worst) / kGB
-          << " GB/s)";
+        if (r.nccl_seconds > r.bw_seconds) {
+          s << "NCCL's " << dc.nccl << " bandwidth (" << d.name << ")";
+        } else {
+          s << router.describe(r.worst) << " (" << d.name << ", " << router.cap(r.worst) / kGB
+            << " GB/s)";
+        }
         worst_name = s.str();
       }
     }
   }
   if (!t.matrix.empty()) {
     for (const auto& f : t.matrix) {
-      router.flow(slot_of_rank[f.from], slot_of_rank[f.to], f.bytes, true);
+      router.flow(slot_of_rank[f.from], slot_of_rank[f.to], f.bytes, internal::kAnyRelay);
     }
     std::size_t worst = 0;
     double s = router.finish_dim(&worst);
     report.seconds += s;
+    report.raw_seconds += s;
     if (detail) {
       DimCost dc;
       dc.dim = "matrix";
-      dc.seconds = s;
+      dc.seconds = dc.exposed = s;
+      dc.collective = "send-recv";
       report.dims.push_back(dc);
       if (s > worst_t && s > 0) {
         worst_t = s;
@@ -300,6 +338,8 @@ Traffic job_traffic(const Layout& layout) {
   t.world = world_size(layout);
   t.dims = default_traffic(layout);
   t.matrix = layout.matrix;
+  t.nccl = layout.nccl;
+  t.collnet = layout.collnet;
   return t;
 }
 

@@ -3,13 +3,15 @@
 // evaluation's.
 #include <algorithm>
 #include <limits>
+#include <map>
 
 #include "routing.h"
 #include "topoaware/mapper/cost.h"
 
 namespace topoaware::mapper {
 
-using internal::NodeGroups;
+using internal::GroupCost;
+using internal::GroupScratch;
 using internal::ResourceIndex;
 
 struct IncrementalCost::State {
@@ -19,19 +21,20 @@ struct IncrementalCost::State {
   std::vector<double> cap;
   std::vector<std::uint32_t> links;  // ECMP links per resource (0: flows spread evenly)
   std::vector<std::uint32_t> a;  // slot of rank
-  // Per dim (and one more for the explicit matrix): loads, the worst resource's time, the
-  // groups' reach histogram (for the latency term).
+  // Per dim (and one more for the explicit matrix): loads, the worst resource's time; per dim the
+  // groups' NCCL bandwidth times and latencies (counted by value: the dim takes the largest).
   std::size_t dims = 0;
   std::vector<std::vector<double>> load;
   std::vector<std::vector<double>> square;  // per lane, on ECMP resources: sum of flows' bytes^2
   std::vector<double> worst;
   std::vector<std::size_t> worst_at;
-  std::vector<std::vector<long long>> reach_count;
+  std::vector<std::map<double, long long>> nccl_count, latency_count;
   std::vector<std::vector<std::uint32_t>> flows_of_rank;  // matrix flows touching each rank
   double crossing = 0;
   double zero = 0;  // loads below this are rounding residue of removed flows
   long long work = 0;
-  NodeGroups hg;
+  GroupScratch scratch;
+  internal::CollectiveModel model;
   std::vector<std::uint32_t> members;
   std::vector<std::size_t> touched;  // resources whose load rose since the last update_worst
   // The last exchange's undo journal: every load it changed with the value before, and the
@@ -43,7 +46,13 @@ struct IncrementalCost::State {
   std::vector<Saved> journal;
   std::vector<double> saved_worst;
   std::vector<std::size_t> saved_worst_at;
-  std::vector<std::vector<long long>> saved_reach;
+  struct Counted {
+    bool latency;
+    std::size_t dim;
+    double value;
+    long long delta;
+  };
+  std::vector<Counted> counted;  // the last exchange's changes to nccl_count and latency_count
   double saved_crossing = 0;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> last;
   bool journaling = false;
@@ -67,7 +76,7 @@ struct IncrementalCost::State {
   };
 
   State(const Machine& machine, const Traffic& traffic, std::vector<std::uint32_t> slots)
-      : m(machine), t(traffic), a(std::move(slots)) {
+      : m(machine), t(traffic), a(std::move(slots)), model(traffic) {
     if (static_cast<long long>(a.size()) != t.world) {
       throw Error("cost model: " + std::to_string(a.size()) + " ranks placed, layout has " +
                   std::to_string(t.world));
@@ -86,7 +95,8 @@ struct IncrementalCost::State {
     square.assign(lanes, std::vector<double>(any_ecmp ? res.total : 0, 0.0));
     worst.assign(lanes, 0.0);
     worst_at.assign(lanes, 0);
-    reach_count.assign(dims, std::vector<long long>(m.levels.size() + 2, 0));
+    nccl_count.assign(dims, {});
+    latency_count.assign(dims, {});
     double biggest = 0;
     for (const auto& d : t.dims) biggest = std::max(biggest, d.bytes);
     for (const auto& f : t.matrix) biggest = std::max(biggest, f.bytes);
@@ -151,16 +161,30 @@ struct IncrementalCost::State {
       members[static_cast<std::size_t>(i)] = a[static_cast<std::size_t>(base + i * dt.stride)];
     }
     Sink sink{*this, lane_of(d), sign};
-    int reached = internal::route_group(m, res, dt, members.data(), hg, sink);
-    reach_count[d][static_cast<std::size_t>(reached)] += sign > 0 ? 1 : -1;
+    const GroupCost g = internal::route_group(m, res, t, d, members.data(), scratch, model, sink);
+    const long long delta = sign > 0 ? 1 : -1;
+    count(false, d, g.nccl_seconds, delta);
+    count(true, d, g.latency_seconds, delta);
     work += dt.pattern == Pattern::kAllToAll ? dt.size * (dt.size - 1) : 2 * dt.size;
+  }
+
+  // A group's NCCL time or latency added to (delta 1) or taken from (-1) its dim's counts.
+  void count(bool latency, std::size_t d, double value, long long delta) {
+    auto& c = (latency ? latency_count : nccl_count)[d];
+    auto it = c.emplace(value, 0).first;
+    it->second += delta;
+    if (it->second == 0) c.erase(it);
+    if (journaling) counted.push_back({latency, d, value, delta});
+  }
+  static double largest(const std::map<double, long long>& c) {
+    return c.empty() ? 0.0 : c.rbegin()->first;
   }
 
   void route_flow(std::uint32_t i, double sign) {
     const Flow& f = t.matrix[i];
     Sink sink{*this, lane_of(dims), sign};
     internal::route_flow(m, res, a[static_cast<std::size_t>(f.from)],
-                         a[static_cast<std::size_t>(f.to)], f.bytes, true, sink);
+                         a[static_cast<std::size_t>(f.to)], f.bytes, internal::kAnyRelay, sink);
     work += 1;
   }
 
@@ -188,21 +212,24 @@ struct IncrementalCost::State {
     touched.clear();
   }
 
+  // The step's exposed time, as evaluate_seconds() computes it: per dim the longer of its
+  // busiest resource and its slowest group's NCCL time, plus its slowest group's latency, and of
+  // that what the step waits for.
   double seconds() const {
-    double s = 0;
+    double s = 0, nccl = 0;
     for (std::size_t d = 0; d < dims; ++d) {
       const DimTraffic& dt = t.dims[d];
       if (dt.size <= 1 || dt.bytes <= 0) continue;
-      int reach_max = 0;
-      for (std::size_t k = 0; k < reach_count[d].size(); ++k) {
-        if (reach_count[d][k] > 0) reach_max = static_cast<int>(k);
+      if (t.overlap) {
+        nccl = std::max(nccl, largest(nccl_count[d]));
+        s += largest(latency_count[d]);
+        continue;
       }
-      const double steps = dt.pattern == Pattern::kRing ? 2.0 * (dt.size - 1.0) : 1.0;
-      s += (t.overlap ? 0.0 : worst[d]) +
-           dt.calls * steps * internal::reach_latency_us(m, reach_max) * 1e-6;
+      s += exposed_seconds(dt, std::max(worst[d], largest(nccl_count[d])) +
+                                   largest(latency_count[d]));
     }
     if (t.overlap) {
-      s += worst[0];
+      s += std::max(worst[0], nccl);
     } else if (!t.matrix.empty()) {
       s += worst[dims];
     }
@@ -213,7 +240,7 @@ struct IncrementalCost::State {
     journal.clear();
     saved_worst = worst;
     saved_worst_at = worst_at;
-    saved_reach = reach_count;
+    counted.clear();
     saved_crossing = crossing;
     last = pairs;
     journaling = true;
@@ -274,7 +301,13 @@ struct IncrementalCost::State {
     }
     worst = saved_worst;
     worst_at = saved_worst_at;
-    reach_count = saved_reach;
+    for (auto it = counted.rbegin(); it != counted.rend(); ++it) {
+      auto& c = (it->latency ? latency_count : nccl_count)[it->dim];
+      auto at = c.emplace(it->value, 0).first;
+      at->second -= it->delta;
+      if (at->second == 0) c.erase(at);
+    }
+    counted.clear();
     crossing = saved_crossing;
     for (const auto& [x, y] : last) std::swap(a[x], a[y]);
     journal.clear();

@@ -16,6 +16,7 @@
 #include "node_facts.h"
 #include "routing.h"
 #include "topoaware/mapper/cost.h"
+#include "topoaware/mapper/nccl_model.h"
 #include "topoaware/mapper/layout.h"
 #include "topoaware/topology/fabric.h"
 #include "topoaware/topology/node.h"
@@ -26,6 +27,7 @@ namespace {
 using internal::kUnlimitedGbps;
 
 constexpr double kPlainNvlinkGbps = 300;  // a node given without a model
+constexpr int kPlainSm = 90;              // ... and its GPUs' generation (Hopper)
 constexpr double kPlainPortGbps = 25;     // a host the fabric lists without ports (200 Gb/s)
 
 }  // namespace
@@ -232,6 +234,18 @@ class MachineBuilder {
       domain_gbps = f_.nvlink_domains[static_cast<std::size_t>(hi.nvlink_domain)].gpu_bandwidth;
     }
     m_.domain_of_host.push_back(domain);
+    // What NCCL's tuning reads off the host; a node without a model (or a capture that does not
+    // say) is taken to be Hopper on NVSwitch, the GPUs most training runs on.
+    const int sm = nf && nf->sm > 0 ? nf->sm : kPlainSm;
+    if (nf && nf->capture && nf->sm <= 0) sm_assumed_ = true;
+    m_.host_sm.push_back(sm);
+    m_.host_nvswitch.push_back(nf && nf->capture ? nf->nvswitch : 1);
+    m_.host_amd_cpu.push_back(nf && nf->amd_cpu ? 1 : 0);
+    // A NIC carries what NCCL's channels run at over it (search.cc's speed arrays: 48 GB/s of a
+    // 400 Gb/s port's 50), for every pattern: the cost model charges it that.
+    for (std::size_t p = m_.port_base[h]; p < m_.port_gbps.size(); ++p) {
+      m_.port_gbps[p] = nccl::nic_channel_GBps(m_.port_gbps[p], sm);
+    }
     add_slots(h, name, nf, hp, domain_gbps, gpus_[i]);
     add_relays(nf, hp, gpus_[i]);
   }
@@ -411,6 +425,10 @@ class MachineBuilder {
 
   // One sentence per capacity the inputs did not give (Machine::assumptions).
   void state_assumptions() {
+    if (sm_assumed_) {
+      m_.assumptions.push_back(
+          "GPU generation not in the node capture: NCCL's Hopper tables assumed");
+    }
     if (ports_from_node_) {
       m_.assumptions.push_back("host NICs from the node capture (" + node_port_text_ +
                                " per host): the fabric gives no port speeds");
@@ -455,6 +473,7 @@ class MachineBuilder {
   std::vector<double> host_nominal_;  // per Machine host: its NICs' nominal capacity
   double fastest_port_ = 0;           // GB/s
   bool ports_from_node_ = false, ports_invented_ = false, uplinks_sized_ = false;
+  bool sm_assumed_ = false;
   std::set<int> sized_tiers_;  // tiers whose uplinks were sized from what they carry
   std::string node_port_text_, invented_port_text_;
 };

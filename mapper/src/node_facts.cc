@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <string>
 
 #include "topoaware/topology/error.h"
 #include "topoaware/topology/paths.h"
@@ -38,12 +39,39 @@ std::string nic_netdev(const Graph& g, VertexId nic) {
 
 }  // namespace
 
+namespace {
+
+// A GPU's compute capability x10: the capture's, else read off its model name (hwloc captures
+// name the GPU but give no capability), -1 where neither says.
+int gpu_sm(const topology::GpuInfo& gpu) {
+  if (gpu.sm > 0) return gpu.sm;
+  const std::string& m = gpu.model;
+  auto has = [&](const char* s) { return m.find(s) != std::string::npos; };
+  if (has("B200") || has("B100") || has("GB200") || has("B300")) return 100;
+  if (has("H100") || has("H200") || has("H800") || has("H20") || has("GH200")) return 90;
+  if (has("A100") || has("A800") || has("A30") || has("A10") || has("A40") || has("A6000") ||
+      has("RTX 30") || has("L40") || has("L4") || has("L20") || has("RTX 40")) {
+    return has("L40") || has("L4") || has("L20") || has("RTX 40") ? 89 : 80;
+  }
+  if (has("V100")) return 70;
+  if (has("P100")) return 60;
+  return -1;
+}
+
+}  // namespace
+
 NodeFacts node_facts(const topology::NodeTopology& node) {
   const Graph& g = node.graph;
   NodeFacts facts;
   std::vector<VertexId> gpus = node.gpus();
   std::vector<VertexId> nics = node.nics();
   facts.capture = node.source != "synthetic";
+  facts.nvswitch = !g.of_kind(VertexKind::kNvSwitch).empty();
+  for (VertexId c : node.cpus()) facts.amd_cpu |= g.vertex(c).cpu.vendor == "AuthenticAMD";
+  for (VertexId gv : gpus) {
+    const int sm = gpu_sm(g.vertex(gv).gpu);
+    if (sm > 0) facts.sm = facts.sm < 0 ? sm : std::min(facts.sm, sm);
+  }
   // The NICs a GPU may use, by NCCL's rules (the tree walk below chooses among them too).
   const std::vector<VertexId> usable = topology::net_candidates(node);
   for (VertexId n : nics) {

@@ -29,6 +29,11 @@ struct NodeFacts {
   std::vector<double> nic_gbps;  // per NIC: its usable ports' speed together (GB/s), 0 unknown
   std::vector<char> nic_usable;  // per NIC: a net device NCCL would use (net_candidates)
   bool capture = true;           // false for a synthetic node (make_node): speeds invented
+  // What NCCL's tuning reads: the GPUs' compute capability x10 (the lowest; from the capture,
+  // else the GPU model's name; -1 unknown), an NVSwitch joining them, AMD CPUs.
+  int sm = -1;
+  bool nvswitch = false;
+  bool amd_cpu = false;
   const GpuFacts* find(int dev) const {
     for (const auto& g : gpus) {
       if (g.dev == dev) return &g;

@@ -6,10 +6,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <compare>
+#include <cstddef>
 #include <cstdint>
+#include <map>
+#include <tuple>
 #include <vector>
 
 #include "topoaware/mapper/cost.h"
+#include "topoaware/mapper/nccl_model.h"
 
 namespace topoaware::mapper::internal {
 
@@ -100,9 +105,16 @@ inline double ecmp_factor(double flows, std::uint32_t links) {
   return std::min(L, std::max({1.0, L / flows, normal}));
 }
 
-// One flow of `bytes` from slot a to slot b. `p2p`: a send/recv (all-to-all, pipeline, an
-// explicit flow), which NCCL sends by PXN; else a ring's hop, which leaves by the sender's own
-// NICs. The sink is told every resource it loads (`load(resource, bytes)`), the tier it travels
+// No relay GPU: a flow leaves by its sender's own NICs.
+constexpr std::uint32_t kOwnNics = 0xffffffffu;
+// Any GPU of the sender's host may relay (the explicit matrix, whose communicator is unknown).
+constexpr std::uint32_t kAnyRelay = 0xfffffffeu;
+
+// One flow of `bytes` from slot a to slot b. `relay`: the slot of the GPU that relays a
+// send/recv by PXN (a GPU of the same communicator on a's host with b's NVML index: NCCL's
+// topology holds only the communicator's own GPUs, search.cc ncclTopoGetNetDev), kOwnNics for a
+// ring's or tree's hop (the graph's NICs, no PXN), kAnyRelay for a flow of the explicit matrix.
+// The sink is told every resource it loads (`load(resource, bytes)`), the tier it travels
 // (`tier(t, bytes)`: 0 NVLink, 1 network, 2 + l level l's uplinks) and every level it crosses
 // (`crossed(l, bytes)`). Returns the level it reached: 0 inside a host or NVLink domain, 1
 // between hosts under one switch group, 2 + l when it crossed level l.
@@ -113,7 +125,7 @@ inline double ecmp_factor(double flows, std::uint32_t links) {
 // above the rails even inside one leaf group.
 template <class Sink>
 int route_flow(const Machine& m, const ResourceIndex& res, std::uint32_t a, std::uint32_t b,
-               double bytes, bool p2p, Sink& sink) {
+               double bytes, std::uint32_t relay, Sink& sink) {
   if (a == b || bytes <= 0) return 0;
   const Slot& sa = m.slots[a];
   const Slot& sb = m.slots[b];
@@ -125,12 +137,17 @@ int route_flow(const Machine& m, const ResourceIndex& res, std::uint32_t a, std:
     return 0;
   }
   PortRange out = sa.ports;
-  if (p2p && m.pxn[sa.host]) {
-    // PXN: the local NICs of the GPU with the peer's NVML index, after an NVLink hop to it.
-    const PortRange relay = m.relay_ports(sa.host, sb.gpu);
-    if (relay.count > 0) {
+  if (relay != kOwnNics && m.pxn[sa.host]) {
+    // PXN: the local NICs of the relay GPU, after an NVLink hop to it.
+    PortRange via{};
+    if (relay == kAnyRelay) {
+      via = m.relay_ports(sa.host, sb.gpu);
+    } else if (relay != a) {
+      via = m.slots[relay].ports;
+    }
+    if (via.count > 0) {
       if (sb.gpu != sa.gpu) sink.load(res.nv_out + a, bytes);
-      out = relay;
+      out = via;
     }
   }
   const PortRange in = sb.ports;
@@ -206,61 +223,345 @@ inline double ring_volume(long long n, double bytes) {
 }
 
 // What one node of an all-reduce group spanning exactly two NCCL nodes (hosts, or NVLink cliques)
-// sends to the other: NCCL runs Tree (or NVLS-Tree) there, one reduce and one broadcast over the
-// single inter-node edge, so each node sends its `bytes` once where a ring sends V
-// (docs/mapper.md).
+// sends to the other when NCCL runs Tree or NVLS-Tree there: one reduce and one broadcast over
+// the single inter-node edge, so each node sends its `bytes` once where a ring sends V.
 inline double two_node_tree_volume(double bytes) { return bytes; }
 
-// The flows of one group of dim `d` whose members (slots, in rank order) are members[0..n):
-// pipeline stage to stage both ways; NCCL's ring (nodes, nccl_node(), numbered by first rank, a
-// chain through each node's GPUs, one hop to the next node spread over the node's GPUs' NICs; an
-// all-reduce on two nodes runs as a tree and sends `bytes` each way); all-to-all every ordered
-// pair. Returns the highest level a flow reached.
-template <class Sink>
-int route_group(const Machine& m, const ResourceIndex& res, const DimTraffic& d,
-                const std::uint32_t* members, NodeGroups& hg, Sink& sink) {
-  const long long n = d.size;
-  int reached = 0;
-  auto flow = [&](std::uint32_t a, std::uint32_t b, double bytes, bool p2p) {
-    reached = std::max(reached, route_flow(m, res, a, b, bytes, p2p, sink));
-  };
-  if (d.pattern == Pattern::kPipeline) {
-    for (long long i = 0; i + 1 < n; ++i) {
-      flow(members[i], members[i + 1], d.bytes, true);
-      flow(members[i + 1], members[i], d.bytes, true);
-    }
-  } else if (d.pattern == Pattern::kRing) {
-    hg.reset(2 * m.hosts.size());
-    for (long long i = 0; i < n; ++i) hg.add(nccl_node(m, m.slots[members[i]].host), members[i]);
-    const std::size_t nodes = hg.order.size();
-    const double v = ring_volume(n, d.bytes);
-    if (nodes == 1) {
-      for (long long i = 0; i < n; ++i) flow(members[i], members[(i + 1) % n], v, false);
-    } else {
-      const bool tree = d.all_reduce && nodes == 2;
-      const double hop = tree ? two_node_tree_volume(d.bytes) : v;
-      for (std::size_t h = 0; h < nodes; ++h) {
-        const auto& here = hg.members[h];
-        const auto& next = hg.members[(h + 1) % nodes];
-        const std::size_t k = here.size();
-        if (k >= 2) {
-          double intra = v * static_cast<double>(k - 1) / static_cast<double>(k);
-          for (std::size_t j = 0; j < k; ++j) flow(here[j], here[(j + 1) % k], intra, false);
-        }
-        for (std::size_t j = 0; j < k; ++j) {
-          flow(here[j], next[j % next.size()], hop / static_cast<double>(k), false);
-        }
-      }
-    }
-  } else {  // all-to-all: every ordered pair, bytes/n each
-    const double each = d.bytes / static_cast<double>(n);
-    for (long long i = 0; i < n; ++i) {
-      for (long long j = 0; j < n; ++j) {
-        if (i != j) flow(members[i], members[j], each, true);
-      }
-    }
+// NCCL's binary tree over `n` nodes (src/graph/trees.cc ncclGetBtree, rewritten): the parent of
+// node r, -1 at the root 0. r's lowest set bit b: the parent is (r ^ b) | (b << 1), or r ^ b
+// where that is past the end.
+inline int btree_parent(int n, int r) {
+  if (r <= 0 || r >= n) return -1;
+  int bit = 1;
+  while (!(bit & r)) bit <<= 1;
+  int up = (r ^ bit) | (bit << 1);
+  if (up >= n) up = r ^ bit;
+  return up;
+}
+// The second tree of NCCL's double binary tree (ncclGetDtree): the first mirrored on an even
+// count, shifted by one on an odd one.
+inline int dtree_parent(int n, int r, int tree) {
+  if (tree == 0) return btree_parent(n, r);
+  if (n % 2 == 1) {
+    const int u = btree_parent(n, (r - 1 + n) % n);
+    return u == -1 ? -1 : (u + 1) % n;
   }
-  return reached;
+  const int u = btree_parent(n, n - 1 - r);
+  return u == -1 ? -1 : n - 1 - u;
+}
+
+// What NCCL picks for the collectives of the cost model's groups (nccl_model.h), cached per dim
+// and communicator shape: a step's groups have few shapes, and refinement re-routes the same
+// groups many times.
+class CollectiveModel {
+ public:
+  explicit CollectiveModel(const Traffic& t) : t_(t) {}
+  const nccl::Choice& choice(std::size_t dim, nccl::Func func, const nccl::Comm& c) {
+    const Key key{dim, c.ranks, c.nodes, c.max_local_ranks, c.nics, c.sm, c.nic_GBps, c.gpu_GBps,
+                  c.nvswitch, c.nvlink, c.amd_cpu};
+    auto it = cache_.find(key);
+    if (it != cache_.end()) return it->second;
+    const DimTraffic& d = t_.dims[dim];
+    nccl::Comm comm = c;
+    comm.collnet = t_.collnet;
+    const double call = d.bytes / std::max(1.0, d.calls);
+    return cache_.emplace(key, nccl::choose(nccl::tune(comm, t_.nccl), func, call)).first->second;
+  }
+
+ private:
+  struct Key {
+    std::size_t dim;
+    int ranks, nodes, local_max, nics, sm;
+    double nic, gpu;
+    bool nvswitch, nvlink, amd;
+    auto operator<=>(const Key&) const = default;
+  };
+  const Traffic& t_;
+  std::map<Key, nccl::Choice> cache_;
+};
+
+// What a group costs beside the loads its flows put on resources: NCCL's own bandwidth time for
+// its collectives (nccl_model.h; 0 for send/recv patterns, which NCCL does not tune), its latency
+// per step, the highest level its flows reached, and the algorithm NCCL runs.
+struct GroupCost {
+  double nccl_seconds = 0;
+  double latency_seconds = 0;
+  int reached = 0;
+  bool collective = false;
+  nccl::Algo algo = nccl::Algo::kRing;
+};
+
+// Scratch space of route_group: the group's members by NCCL node, and its members by (host, GPU)
+// for PXN relays.
+struct GroupScratch {
+  NodeGroups nodes;
+  std::vector<std::vector<std::uint32_t>> by_port;  // per node: members sorted by rail
+  std::vector<std::uint64_t> relay;                  // (host << 32 | gpu) << 24 | member, sorted
+  std::vector<std::uint32_t> ports;
+};
+
+// NCCL's latency for one send/recv: its ring's Simple hardware latency for the link class
+// (tuning.cc hwLat: NVLink 3.4 us, PCI 5.7, network 14), NCCL having no latency model for
+// point-to-point.
+inline double p2p_latency_us(const Machine& m, std::uint32_t slot, int reached) {
+  if (reached > 0) return 14.0;
+  return m.pxn[m.slots[slot].host] ? 3.4 : 5.7;
+}
+
+// The extra latency of one network step that reached level `reached` over one that stays under a
+// leaf: the fabric's switch hops above the first (Fabric::levels latency_us); NCCL's network
+// latency (hwLat NET) stands for a typical hop.
+inline double level_extra_us(const Machine& m, int reached) {
+  if (reached <= 1) return 0;
+  return std::max(0.0, reach_latency_us(m, reached) - reach_latency_us(m, 1));
+}
+
+// The flows of one group of dim `dim` whose members (slots, in rank order) are members[0..n),
+// as the framework issues them and NCCL runs them (docs/mapper.md, "What NCCL runs"):
+// - send/recv (pipeline) stage to stage both ways, a ring exchange member to the next, an
+//   all-to-all every ordered pair: point-to-point, relayed by PXN through a GPU of the group;
+// - an all-reduce or a reduce-scatter/all-gather: NCCL's choice for the group's shape (nodes,
+//   GPUs and NICs a node), routed as that algorithm sends: Ring (nodes numbered by first rank, a
+//   chain through each node's GPUs, one hop to the next node spread over the node's NICs, channel
+//   c on the c-th NIC of each node in rail order), Tree and NVLS-Tree (NCCL's double binary tree
+//   over the nodes, half the data each), NVLS (each GPU sends and receives its buffer through the
+//   NVSwitch), CollNet (each node's buffer to the switches, which reduce it), PAT (rounds to the
+//   ranks 2^k away).
+template <class Sink>
+GroupCost route_group(const Machine& m, const ResourceIndex& res, const Traffic& t, std::size_t dim,
+                      const std::uint32_t* members, GroupScratch& scratch, CollectiveModel& model,
+                      Sink& sink) {
+  const DimTraffic& d = t.dims[dim];
+  const long long n = d.size;
+  GroupCost gc;
+  auto flow = [&](std::uint32_t a, std::uint32_t b, double bytes, std::uint32_t relay) {
+    const int r = route_flow(m, res, a, b, bytes, relay, sink);
+    gc.reached = std::max(gc.reached, r);
+    return r;
+  };
+  const bool p2p = d.collective == Collective::kSendRecv ||
+                   d.collective == Collective::kAllToAll ||
+                   d.collective == Collective::kRingExchange;
+  if (p2p) {
+    // PXN relays: the group's member on the sender's host with the receiver's NVML index.
+    auto& rel = scratch.relay;
+    rel.clear();
+    for (long long i = 0; i < n; ++i) {
+      const Slot& s = m.slots[members[i]];
+      rel.push_back(((static_cast<std::uint64_t>(s.host) << 32 | static_cast<std::uint32_t>(s.gpu))
+                     << 24) |
+                    static_cast<std::uint64_t>(i));
+    }
+    std::sort(rel.begin(), rel.end());
+    auto relay_of = [&](std::uint32_t a, std::uint32_t b) -> std::uint32_t {
+      const std::uint64_t key = (static_cast<std::uint64_t>(m.slots[a].host) << 32 |
+                                 static_cast<std::uint32_t>(m.slots[b].gpu))
+                                << 24;
+      auto it = std::lower_bound(rel.begin(), rel.end(), key);
+      if (it == rel.end() || (*it >> 24) != (key >> 24)) return kOwnNics;
+      return members[*it & 0xffffffu];
+    };
+    double worst_lat = 0;
+    auto send = [&](std::uint32_t a, std::uint32_t b, double bytes) {
+      const int r = flow(a, b, bytes, relay_of(a, b));
+      worst_lat = std::max(worst_lat, p2p_latency_us(m, a, r) + level_extra_us(m, r));
+    };
+    if (d.collective == Collective::kSendRecv) {
+      for (long long i = 0; i + 1 < n; ++i) {
+        send(members[i], members[i + 1], d.bytes);
+        send(members[i + 1], members[i], d.bytes);
+      }
+    } else if (d.collective == Collective::kRingExchange) {
+      for (long long i = 0; i < n; ++i) send(members[i], members[(i + 1) % n], d.bytes);
+    } else {  // all-to-all: every ordered pair, bytes/n each
+      const double each = d.bytes / static_cast<double>(n);
+      for (long long i = 0; i < n; ++i) {
+        for (long long j = 0; j < n; ++j) {
+          if (i != j) send(members[i], members[j], each);
+        }
+      }
+    }
+    gc.latency_seconds = d.calls * worst_lat * 1e-6;
+    return gc;
+  }
+  // Collectives: the group's NCCL nodes in first-rank order.
+  NodeGroups& hg = scratch.nodes;
+  hg.reset(2 * m.hosts.size());
+  for (long long i = 0; i < n; ++i) hg.add(nccl_node(m, m.slots[members[i]].host), members[i]);
+  const std::size_t nodes = hg.order.size();
+  // The communicator as NCCL sees it: the narrowest node's GPUs, NICs and links.
+  nccl::Comm comm;
+  comm.ranks = static_cast<int>(n);
+  comm.nodes = static_cast<int>(nodes);
+  comm.max_local_ranks = 0;
+  comm.nics = 1 << 30;
+  comm.nic_GBps = 1e30;
+  comm.gpu_GBps = 1e30;
+  comm.sm = 1 << 30;
+  comm.nvswitch = comm.nvlink = true;
+  comm.amd_cpu = false;
+  if (scratch.by_port.size() < nodes) scratch.by_port.resize(nodes);
+  for (std::size_t h = 0; h < nodes; ++h) {
+    auto& here = scratch.by_port[h];
+    here = hg.members[h];
+    std::sort(here.begin(), here.end(), [&](std::uint32_t x, std::uint32_t y) {
+      const Slot& sx = m.slots[x];
+      const Slot& sy = m.slots[y];
+      return std::tie(sx.host, sx.port, sx.gpu) < std::tie(sy.host, sy.port, sy.gpu);
+    });
+    comm.max_local_ranks = std::max(comm.max_local_ranks, static_cast<int>(here.size()));
+    auto& ports = scratch.ports;
+    ports.clear();
+    for (std::uint32_t s : here) {
+      const Slot& sl = m.slots[s];
+      const std::uint32_t host = sl.host;
+      comm.gpu_GBps = std::min(comm.gpu_GBps, m.slot_nvlink_gbps[s]);
+      comm.sm = std::min(comm.sm, m.host_sm[host]);
+      comm.nvswitch = comm.nvswitch && m.host_nvswitch[host];
+      comm.nvlink = comm.nvlink && m.pxn[host];
+      comm.amd_cpu = comm.amd_cpu || m.host_amd_cpu[host];
+      for (std::uint32_t i = 0; i < sl.ports.count; ++i) {
+        const std::uint32_t p = m.port_base[host] + m.port_list[sl.ports.begin + i];
+        ports.push_back(p);
+        comm.nic_GBps = std::min(comm.nic_GBps, m.port_gbps[p]);
+      }
+    }
+    std::sort(ports.begin(), ports.end());
+    const auto distinct = std::unique(ports.begin(), ports.end()) - ports.begin();
+    comm.nics = std::min(comm.nics, static_cast<int>(std::max<std::ptrdiff_t>(1, distinct)));
+  }
+  if (comm.nic_GBps > 1e29) comm.nic_GBps = 0;
+  const bool gather = d.collective == Collective::kGather;
+  const nccl::Choice& ch =
+      model.choice(dim, gather ? nccl::Func::kReduceScatter : nccl::Func::kAllReduce, comm);
+  gc.collective = true;
+  gc.algo = ch.algo;
+  gc.nccl_seconds = ch.algbw_GBps > 0 ? d.bytes / (ch.algbw_GBps * kGB) : 0;
+  const double S = d.bytes;
+  // A hop between nodes x and y carrying `bytes` per node: one piece per member of x, channel c
+  // from the c-th member of x to the c-th of y in rail order (NCCL keeps a channel on its NIC).
+  auto hop = [&](std::size_t x, std::size_t y, double bytes) {
+    const auto& from = scratch.by_port[x];
+    const auto& to = scratch.by_port[y];
+    const double each = bytes / static_cast<double>(from.size());
+    for (std::size_t j = 0; j < from.size(); ++j) flow(from[j], to[j % to.size()], each, kOwnNics);
+  };
+  // A chain through each node's GPUs carrying `volume` per member (ring or tree inside a node).
+  auto chain = [&](double volume) {
+    for (std::size_t h = 0; h < nodes; ++h) {
+      const auto& here = hg.members[h];
+      const std::size_t k = here.size();
+      if (k < 2) continue;
+      const double intra = volume * static_cast<double>(k - 1) / static_cast<double>(k);
+      for (std::size_t j = 0; j < k; ++j) flow(here[j], here[(j + 1) % k], intra, kOwnNics);
+    }
+  };
+  // NVLS on one node: the ring's bytes over NVLink at NCCL's NVLS speed-up over the GPUs' links
+  // (its bus bandwidth over theirs), so the loads time the group as NCCL's model does and never
+  // below the lower bound's view of a ring (bound/exposed.cc).
+  auto nvls = [&]() {
+    const double bus = ch.algbw_GBps * 2.0 * static_cast<double>(n - 1) / static_cast<double>(n);
+    const double speedup = std::max(1.0, bus / comm.gpu_GBps);
+    const double v = ring_volume(n, S) / speedup;
+    for (long long i = 0; i < n; ++i) flow(members[i], members[(i + 1) % n], v, kOwnNics);
+  };
+  // NCCL's double binary tree over the nodes, half the buffer on each tree, up and down.
+  auto trees = [&]() {
+    if (nodes == 2) {
+      hop(0, 1, two_node_tree_volume(S));
+      hop(1, 0, two_node_tree_volume(S));
+      return;
+    }
+    const int nn = static_cast<int>(nodes);
+    for (int tree = 0; tree < 2; ++tree) {
+      for (int r = 0; r < nn; ++r) {
+        const int up = dtree_parent(nn, r, tree);
+        if (up < 0) continue;
+        hop(static_cast<std::size_t>(r), static_cast<std::size_t>(up), S / 2);
+        hop(static_cast<std::size_t>(up), static_cast<std::size_t>(r), S / 2);
+      }
+    }
+  };
+  const double ring_v = gather ? static_cast<double>(n - 1) / static_cast<double>(n) * S
+                               : ring_volume(n, S);
+  double steps = 0;  // network steps a call takes, for the fabric's extra latency
+  switch (ch.algo) {
+    case nccl::Algo::kNvls:
+      nvls();
+      break;
+    case nccl::Algo::kNvlsTree:
+      // NVLS inside each node (charged as the ring's chain), NCCL's trees between them.
+      chain(ring_volume(n, S));
+      trees();
+      steps = 2 * std::log2(static_cast<double>(nodes));
+      break;
+    case nccl::Algo::kTree:
+      chain(ring_volume(n, S));
+      trees();
+      steps = 2 * std::log2(static_cast<double>(nodes));
+      break;
+    case nccl::Algo::kCollNetDirect:
+    case nccl::Algo::kCollNetChain: {
+      // Each node sends its buffer into the network and gets the result back; the switches
+      // reduce it, so a switch group sends one buffer up and takes one down wherever the group
+      // does not hold all the nodes.
+      chain(ring_volume(n, S));
+      for (std::size_t h = 0; h < nodes; ++h) {
+        const auto& here = scratch.by_port[h];
+        for (std::uint32_t s : here) {
+          const Slot& sl = m.slots[s];
+          const double each =
+              S / static_cast<double>(here.size()) / std::max<std::uint32_t>(1, sl.ports.count);
+          for (std::uint32_t i = 0; i < sl.ports.count; ++i) {
+            const std::uint32_t p = m.port_base[sl.host] + m.port_list[sl.ports.begin + i];
+            sink.load(res.nic_out + p, each);
+            sink.load(res.nic_in + p, each);
+          }
+        }
+        sink.tier(1, S);
+      }
+      gc.reached = std::max(gc.reached, 1);
+      for (std::size_t l = 0; l < m.levels.size(); ++l) {
+        std::vector<std::uint32_t> groups;
+        for (std::size_t h = 0; h < nodes; ++h) {
+          groups.push_back(m.levels[l].group_of_host[m.slots[hg.members[h][0]].host]);
+        }
+        std::sort(groups.begin(), groups.end());
+        groups.erase(std::unique(groups.begin(), groups.end()), groups.end());
+        if (groups.size() < 2) break;
+        for (std::uint32_t g : groups) {
+          sink.load(res.up[l] + g, S);
+          sink.load(res.down[l] + g, S);
+          sink.crossed(l, S);
+          sink.tier(static_cast<int>(2 + l), S);
+        }
+        gc.reached = std::max(gc.reached, static_cast<int>(2 + l));
+      }
+      steps = 2;
+      break;
+    }
+    case nccl::Algo::kPat: {
+      // One GPU a node: rounds to the rank 2^k ahead, min(2^k, n - 2^k)/n of the buffer each.
+      for (long long k = 1; k < n; k *= 2) {
+        const double bytes = static_cast<double>(std::min(k, n - k)) / static_cast<double>(n) * S;
+        for (long long i = 0; i < n; ++i) flow(members[i], members[(i + k) % n], bytes, kOwnNics);
+        steps += 1;
+      }
+      break;
+    }
+    case nccl::Algo::kRing:
+      if (nodes == 1) {
+        for (long long i = 0; i < n; ++i) flow(members[i], members[(i + 1) % n], ring_v, kOwnNics);
+      } else {
+        chain(ring_v);
+        for (std::size_t h = 0; h < nodes; ++h) hop(h, (h + 1) % nodes, ring_v);
+      }
+      steps = (gather ? 1.0 : 2.0) * static_cast<double>(nodes - 1);
+      break;
+  }
+  gc.latency_seconds =
+      d.calls * (ch.latency_us + steps * level_extra_us(m, gc.reached)) * 1e-6;
+  return gc;
 }
 
 }  // namespace topoaware::mapper::internal

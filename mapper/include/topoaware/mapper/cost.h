@@ -1,20 +1,20 @@
-// The cost model: how long one training step spends communicating when logical ranks sit on
+// The cost model: how long one training step waits for communication when logical ranks sit on
 // given slots (host, GPU) of a fabric. The same model scores every algorithm, the baselines and
 // the lower bound, so their figures compare like for like.
 //
-// Model (docs/mapper.md, "Cost model", with the NCCL source of each fact): dims communicate one
-// after another; within a dim all groups communicate at once. A ring collective is NCCL's ring:
-// nodes numbered by first rank, a chain through each node's GPUs over NVLink, then one hop to
-// the next node spread over the node's GPUs' NICs, each leaving by its own NICs; an all-reduce
-// whose group spans exactly two hosts is NCCL's tree (each host sends its bytes once).
-// All-to-all is every pair and pipeline stage to stage, both directions, as send/recv: NCCL's PXN
-// sends them through the NICs of the sender host's GPU with the peer's NVML index (an NVLink hop
-// first). A GPU spreads its traffic over all its nearest NICs. A flow between hosts climbs
-// Fabric::levels to the lowest group holding both (loading that group's uplink and the peer
-// group's downlink; on ECMP tiers charged the expected busiest of the group's links), and a flow
-// between two rails of a rail-optimized fabric climbs above the rail switches. Inside a node and
-// an NVLink domain flows use the GPU's NVLink bandwidth. A dim's time is the most loaded
-// resource's load / bandwidth plus a latency term (calls x steps x path latency).
+// Three layers (docs/mapper.md, "Cost model", with the source of each fact):
+// - what the framework issues per dim (layout.h: Megatron-core's reduce-scatter + all-gather under
+//   sequence parallelism and the distributed optimizer, ring attention's send/recv, all-to-all,
+//   pipeline send/recv);
+// - what NCCL runs for each group (nccl_model.h: its own algorithm choice for the group's nodes,
+//   GPUs and NICs), routed as that algorithm sends: a ring over nodes numbered by first rank with
+//   a chain through each node's GPUs and each channel on one rail, a double binary tree, NVLS
+//   through the NVSwitch; send/recv through PXN relays of the same communicator. A flow between
+//   hosts climbs Fabric::levels to the lowest group holding both (ECMP tiers charged their
+//   expected busiest link); a dim takes the longer of NCCL's own time for its slowest group and
+//   its most loaded resource's load / bandwidth, plus NCCL's latency;
+// - what the step waits for: every dim in full but the data-parallel reduction, which overlaps
+//   the compute it is issued behind (DimTraffic's hidden windows).
 #pragma once
 
 #include <cstdint>
@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "topoaware/mapper/layout.h"
+#include "topoaware/mapper/nccl_model.h"
 #include "topoaware/mapper/request.h"
 #include "topoaware/topology/fabric.h"
 #include "topoaware/topology/node.h"
@@ -77,6 +78,11 @@ struct Machine {
   std::vector<std::uint32_t> relay_count;  // per host: NVML indexes described
   std::vector<PortRange> relay_ranges;
   std::vector<int> domain_of_host;         // NVLink domain (dense) or -1
+  // What NCCL's tuning reads off each host: the GPUs' compute capability (x10), whether an
+  // NVSwitch joins them (NVLS), whether its CPUs are AMD's (network overhead).
+  std::vector<int> host_sm;
+  std::vector<char> host_nvswitch;
+  std::vector<char> host_amd_cpu;
   std::vector<NetLevel> levels;            // innermost first
   bool rail_optimized = false;
   double nvlink_latency_us = 0.5;  // a hop inside a host or NVLink domain
@@ -116,6 +122,8 @@ struct Traffic {
   // Off by default: frameworks overlap some communication with compute, rarely dims with each
   // other, and the sum is the upper estimate.
   bool overlap = false;
+  nccl::Version nccl;    // the release whose rules pick each group's algorithm
+  bool collnet = false;  // NCCL's CollNet (in-network reduction) is enabled
 };
 Traffic job_traffic(const Layout& layout);
 
@@ -127,15 +135,29 @@ struct TierCost {
 
 struct DimCost {
   std::string dim;
-  double seconds = 0;
+  double seconds = 0;               // the dim's communication time per step, all of it
+  double exposed = 0;               // what of it the step waits for (dp: beyond its overlap)
+  std::string collective;           // what the framework issues ("reduce-scatter+all-gather")
+  std::string nccl;                 // what NCCL runs for its groups ("Ring", "NVLS 8, Ring 4")
   int groups_in_host = 0, groups_in_leaf = 0, groups_across = 0;
 };
 
 struct CostReport {
-  double seconds = 0;               // modeled communication time per step
+  double seconds = 0;               // communication the step waits for (the dims' exposed time)
+  double raw_seconds = 0;           // all of the dims' communication, overlapped or not
   std::vector<DimCost> dims;
   std::vector<TierCost> tiers;
   std::string bottleneck;           // the most loaded link, in words
+};
+
+// A fast dim (tp, cp, ep) of a plan and the fast-domain rule (docs/mapper.md, "Fast domains stay
+// whole"): its groups, those spanning NVLink domains (hosts, or NVL72-style domains), and why.
+struct SplitReport {
+  std::string dim;
+  long long groups = 0;
+  long long split = 0;
+  std::string place;  // "host", or "NVLink domain" on steps with multi-host domains
+  std::string why;    // empty where none is split
 };
 
 // Per-resource loads of one evaluation (bytes per step summed over dims), for pictures.
@@ -152,7 +174,8 @@ struct LinkLoad {
   std::int64_t group = -1;
 };
 
-// Cost of ranks on slots: slot_of_rank[r] indexes Machine::slots. `loads` (optional) receives
+// Cost of ranks on slots: slot_of_rank[r] indexes Machine::slots. CostReport::seconds is the
+// exposed time (what the mapper minimizes). `loads` (optional) receives
 // every loaded resource. Throws Error when the sizes disagree.
 CostReport evaluate(const Machine& machine, const Traffic& traffic,
                     const std::vector<std::uint32_t>& slot_of_rank,
@@ -199,6 +222,14 @@ class IncrementalCost {
 // up to about 0.9 s on one core; plan() leaves it out (its bound only stops refinement early),
 // the benchmark and `inspect` take it.
 double lower_bound(const Machine& machine, const Traffic& traffic, bool whole_cuts = true);
+
+// The bound on the routed part alone (mapper/src/bound/): every resource's load over its
+// bandwidth plus the latency walk, for traffic taken as rings (all-reduces possibly two-node
+// trees), all-to-alls and pipelines by DimTraffic::pattern and all_reduce, with no NCCL floors
+// and no view. What lower_bound() builds on; for tests of its parts by brute force against a
+// model of those flows alone (tests/unit/mapper/routed_reference.h).
+double routed_lower_bound(const Machine& machine, const Traffic& traffic, bool whole_cuts = true,
+                          std::size_t counted = 3);
 
 // lower_bound() whose whole cuts count at most `counted` dims (the heaviest; 1 to 3), leaving the
 // others' cuts uncounted as they are on jobs of more than three: looser, still a bound. For tests
