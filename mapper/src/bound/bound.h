@@ -28,6 +28,16 @@ using Walk = std::function<double(const Floors&, const Floors&, const Floors&)>;
 
 constexpr std::size_t kNoDim = static_cast<std::size_t>(-1);
 
+// ---- lower_bound.cc: the bound on the routed part ----
+
+// A bound on the routed part of the cost model (docs/mapper.md, "Lower bound"): every resource's
+// load over its bandwidth plus latency, for traffic of rings (all-reduces possibly two-node trees),
+// all-to-alls and pipelines on `machine`, whole cuts counting at most `counted` dims. The public
+// lower_bound() (exposed.cc) runs it on a view of the traffic the model's own time never
+// undercuts.
+double routed_bound(const Machine& machine, const Traffic& traffic, bool whole_cuts,
+                    std::size_t counted);
+
 // ---- floors.cc: what the bound reads off the machine, and each dim's floors ----
 
 // What the lower bound reads off the machine once: the fastest NVLink and per-GPU NIC capacity,

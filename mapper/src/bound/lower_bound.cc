@@ -15,7 +15,6 @@ namespace {
 
 // Overlapping dims take at least as long as the slowest dim alone (its loads are part of the
 // combined ones) and as every byte over all egress together; latency terms still add up.
-double bound(const Machine& machine, const Traffic& traffic, bool whole_cuts, std::size_t counted);
 
 double overlapped_lower_bound(const Machine& machine, const Traffic& traffic, bool whole_cuts,
                               std::size_t counted) {
@@ -30,7 +29,7 @@ double overlapped_lower_bound(const Machine& machine, const Traffic& traffic, bo
     one.dims.assign(traffic.dims.size(), DimTraffic{});
     one.dims[d] = dt;
     one.dims[d].calls = 0;
-    slowest = std::max(slowest, bound(machine, one, whole_cuts, counted));
+    slowest = std::max(slowest, routed_bound(machine, one, whole_cuts, counted));
     latency += dt.calls * latency_steps(dt) * summary.lat_min * 1e-6;
     const double nd = static_cast<double>(dt.size);
     bytes += dt.pattern == Pattern::kRing
@@ -43,8 +42,10 @@ double overlapped_lower_bound(const Machine& machine, const Traffic& traffic, bo
   return std::max(slowest, bytes / summary.total_egress) + latency;
 }
 
-// lower_bound(), its whole cuts counting at most `counted` dims.
-double bound(const Machine& machine, const Traffic& traffic, bool whole_cuts, std::size_t counted) {
+}  // namespace
+
+double routed_bound(const Machine& machine, const Traffic& traffic, bool whole_cuts,
+                    std::size_t counted) {
   if (machine.slots.empty()) return 0;
   if (traffic.overlap) return overlapped_lower_bound(machine, traffic, whole_cuts, counted);
   const BoundMachine summary = bound_machine(machine);
@@ -188,18 +189,4 @@ double bound(const Machine& machine, const Traffic& traffic, bool whole_cuts, st
   return lb + fixed;
 }
 
-}  // namespace
-
 }  // namespace topoaware::mapper::internal
-
-namespace topoaware::mapper {
-
-double lower_bound(const Machine& machine, const Traffic& traffic, bool whole_cuts) {
-  return internal::bound(machine, traffic, whole_cuts, internal::kCutDims);
-}
-
-double lower_bound_counting(const Machine& machine, const Traffic& traffic, std::size_t counted) {
-  return internal::bound(machine, traffic, true, counted);
-}
-
-}  // namespace topoaware::mapper
