@@ -15,6 +15,16 @@
 
 namespace topoaware::mapper {
 
+std::string splits_line(const std::vector<SplitReport>& splits) {
+  std::string out;
+  for (const auto& s : splits) {
+    if (s.split == 0) continue;
+    out += (out.empty() ? "" : "; ") + s.dim + ": " + std::to_string(s.split) + " of " +
+           std::to_string(s.groups) + " groups split over " + s.place + "s (" + s.why + ")";
+  }
+  return out;
+}
+
 std::string assumptions_line(const std::vector<std::string>& assumptions) {
   if (assumptions.empty()) return {};
   std::string s = "figures assume: ";

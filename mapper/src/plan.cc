@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "domains.h"
 #include "instance.h"
 #include "node_facts.h"
 #include "search.h"
@@ -72,11 +73,20 @@ RankPlan plan(const topology::Fabric& fabric,
     }
     if (!same_gpus) out.block_cost = evaluate(slurm.machine, slurm.traffic, slurm.block_slot);
   }
-  if (request.algorithm == Algorithm::kTopo && out.cost.seconds > out.block_cost.seconds) {
-    a = block;  // the guard: never hand out a plan the model says is slower than Slurm's
-    out.cost = evaluate(m, in.traffic, block);
-    out.kept_block = true;
+  // The guard: never hand out a plan the model says is slower than Slurm's, unless Slurm's
+  // breaks the fast-domain rule where the plan keeps it.
+  if (request.algorithm == Algorithm::kTopo) {
+    out.searched_seconds = out.cost.seconds;
+    out.searched_split = mapper.score_of(a).split;
+    const long long block_split = mapper.score_of(block).split;
+    if (block_split < out.searched_split ||
+        (block_split == out.searched_split && out.cost.seconds > out.block_cost.seconds)) {
+      a = block;
+      out.cost = evaluate(m, in.traffic, block);
+      out.kept_block = true;
+    }
   }
+  out.splits = internal::domain_splits(m, in.traffic, in.layout.split, a);
 
   // Tasks: in free mode a host's tasks take its ranks in ascending order (LOCAL_RANK order);
   // with bound GPUs each task keeps its GPU and takes the rank placed on it.

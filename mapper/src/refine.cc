@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -32,7 +33,9 @@ long long Mapper::refine(Assignment& a, Score& cost, const ScoreOrder& better, l
                          long long work_cap, double good_enough) {
   if (a.size() < 2 || budget <= 0) return 0;
   IncrementalCost inc(in_.machine, in_.traffic, a);
-  Refiner r{inc, better, cost, budget, work_cap, 0, good_enough};
+  std::optional<DomainTracker> domains;
+  if (!rule_.empty()) domains.emplace(rule_, a);
+  Refiner r{inc, domains ? &*domains : nullptr, better, cost, budget, work_cap, 0, good_enough};
   refine_hosts(r);
   refine_ranks(r);
   a = inc.slot_of_rank();
@@ -76,7 +79,7 @@ void Mapper::refine_hosts(Refiner& r) {
   };
   auto force = [&](std::size_t x, std::size_t y) {
     host_pairs(x, y);
-    r.inc.exchange(pairs);
+    r.exchange(pairs);
     moved();
     log.emplace_back(x, y);
   };
@@ -121,7 +124,7 @@ void Mapper::refine_hosts(Refiner& r) {
       if (cycle.size() < 2) continue;
       for (std::size_t i = 0; i + 1 < cycle.size(); ++i) force(cycle[i], cycle[i + 1]);
       ++r.used;
-      r.cost = Score{r.inc.seconds(), r.inc.crossing()};
+      r.cost = r.now();
       descend();
       if (r.better(r.cost, before)) {  // a better plateau: keep it
         fruitless = 0;
@@ -177,10 +180,10 @@ void Mapper::refine_ranks(Refiner& r) {
       for (std::uint32_t i = 0; i < n && !r.spent(); ++i) {
         for (std::uint32_t j = i + 1; j < block_first[i] + block_size[i] && !r.spent(); ++j) {
           pair[0] = {i, j};
-          r.inc.exchange(pair);
+          r.exchange(pair);
           ++r.used;
-          Score c{r.inc.seconds(), r.inc.crossing()};
-          r.inc.undo();
+          const Score c = r.now();
+          r.undo();
           if (r.better(c, best)) {
             best = c;
             bi = i;
@@ -190,7 +193,7 @@ void Mapper::refine_ranks(Refiner& r) {
       }
       if (r.better(best, r.cost)) {
         pair[0] = {bi, bj};
-        r.inc.exchange(pair);
+        r.exchange(pair);
         r.cost = best;
         improved = true;
       }

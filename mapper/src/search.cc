@@ -61,9 +61,11 @@ double dim_weight(const DimTraffic& d) {
 
 }  // namespace
 
-Score score(const Machine& m, const Traffic& t, const std::vector<std::uint32_t>& a) {
+Score score(const Machine& m, const Traffic& t, const DomainRule& rule,
+            const std::vector<std::uint32_t>& a) {
   Score s;
   s.seconds = evaluate_seconds(m, t, a, &s.crossing);
+  s.split = rule.empty() ? 0 : rule.shortfall(a);
   return s;
 }
 
@@ -152,7 +154,7 @@ Assignment Mapper::topo(double bound, long long* moves_done) {
   *moves_done = 0;
   const auto n = static_cast<long long>(picks.size());
   for (std::size_t k = 0; k < picks.size(); ++k) {
-    if (best_cost.seconds <= good_enough) break;
+    if (best_cost.split == 0 && best_cost.seconds <= good_enough) break;
     Assignment a = starts[picks[k]].second;
     Score c = starts[picks[k]].first;
     // The budget shared out exactly: refine_moves = 1 still makes one move.
@@ -168,7 +170,7 @@ Assignment Mapper::topo(double bound, long long* moves_done) {
   // ms for about the same gains). Kept apart from the starts above: among them it would take
   // the place of a start that refines better elsewhere; here it can only add a plan.
   Starts cut;
-  if (!partial && t.world > 24 && t.world <= kTwoStartRanks && best_cost.seconds > good_enough) {
+  if (!partial && t.world > 24 && t.world <= kTwoStartRanks && (best_cost.split > 0 || best_cost.seconds > good_enough)) {
     cut = cut_around(heavy);
   }
   if (!cut.empty()) {
@@ -187,7 +189,7 @@ Assignment Mapper::topo(double bound, long long* moves_done) {
   // refined alike. A dim's digits may lie apart there (tp's low digits on a host with a dp
   // digit, its high one over two hosts), which neither the starts nor cut_around lay out.
   if ((!partial || slots_per_host() > 0) && t.world > 24 && t.world <= kTwoStartRanks &&
-      best_cost.seconds > good_enough) {
+      (best_cost.split > 0 || best_cost.seconds > good_enough)) {
     auto [c, a] = digit_orders(heavy);
     if (!a.empty()) {
       *moves_done += refine(a, c, better, budget / n / 4, kRefineWork / n / 4, good_enough);
@@ -276,6 +278,46 @@ std::vector<std::vector<std::size_t>> Mapper::candidate_orders(
   return orders;
 }
 
+Assignment Mapper::domain_aligned() {
+  if (rule_.empty()) return {};
+  const Machine& m = in_.machine;
+  // Islands in the order of their first slot (hosts by name), each with its slots in order.
+  std::map<std::uint32_t, std::size_t> index;
+  std::vector<std::vector<std::uint32_t>> islands;
+  for (std::uint32_t s = 0; s < m.slots.size(); ++s) {
+    auto [it, fresh] = index.emplace(rule_.island_of_slot(s), islands.size());
+    if (fresh) islands.emplace_back();
+    islands[it->second].push_back(s);
+  }
+  // Largest blocks first: each island's whole blocks of the level, then of the level below
+  // from what is left, and so on; the slots no block fills whole last.
+  std::vector<std::uint32_t> seq;
+  seq.reserve(m.slots.size());
+  std::vector<std::size_t> used(islands.size(), 0);
+  const auto& levels = rule_.levels();
+  for (auto level = levels.rbegin(); level != levels.rend(); ++level) {
+    const auto u = static_cast<std::size_t>(level->unit);
+    for (std::size_t i = 0; i < islands.size(); ++i) {
+      const std::size_t whole = (islands[i].size() - used[i]) / u * u;
+      seq.insert(seq.end(), islands[i].begin() + static_cast<std::ptrdiff_t>(used[i]),
+                 islands[i].begin() + static_cast<std::ptrdiff_t>(used[i] + whole));
+      used[i] += whole;
+    }
+  }
+  for (std::size_t i = 0; i < islands.size(); ++i) {
+    seq.insert(seq.end(), islands[i].begin() + static_cast<std::ptrdiff_t>(used[i]),
+               islands[i].end());
+  }
+  // Ranks with the rule's dims varying fastest, the others after in the layout's order.
+  std::vector<std::size_t> order = levels.back().dims;
+  for (std::size_t d = 0; d < in_.traffic.dims.size(); ++d) {
+    if (in_.traffic.dims[d].size > 1 && std::find(order.begin(), order.end(), d) == order.end()) {
+      order.push_back(d);
+    }
+  }
+  return fill(seq, digits_of(order));
+}
+
 // The starts, scored, in a fixed order: block by name, every candidate order with each
 // packing, then split orders. Candidate evaluations cost O(ranks) each: their count x ranks
 // stays under a fixed budget so 131k ranks stay within seconds (refinement has its own).
@@ -290,11 +332,13 @@ Mapper::Starts Mapper::candidate_starts(const std::vector<std::size_t>& heavy) {
     for (const auto& [sc, x] : starts) {
       if (x == a) return;  // orders that lay ranks alike: scored once
     }
-    Score c = score(m, t, a);
+    Score c = score(m, t, rule_, a);
     --evals_left;
     starts.emplace_back(c, std::move(a));
   };
   consider(block_by_name());
+  // The fast-domain rule's own start, so that some start keeps it whatever the hosts lend.
+  if (Assignment aligned = domain_aligned(); !aligned.empty()) consider(std::move(aligned));
   // Hosts lending fewer slots than a unit of the innermost dim: pieces, for the two orders
   // that put the heaviest dims innermost (the layout's and by weight).
   const bool partial = partial_hosts(heavy);
@@ -398,7 +442,7 @@ Mapper::Starts Mapper::cut_around(const std::vector<std::size_t>& heavy) {
           Assignment s = fill(seq, dg);
           if (req_.host_blocks) s = host_blocks(s);
           --evals_left;
-          out.emplace_back(score(in_.machine, t, s), std::move(s));
+          out.emplace_back(score(in_.machine, t, rule_, s), std::move(s));
         }
       }
     }
@@ -444,7 +488,7 @@ std::pair<Score, Assignment> Mapper::digit_orders(const std::vector<std::size_t>
       Assignment a = fill(seq, dg);
       if (req_.host_blocks) a = host_blocks(a);
       --evals_left;
-      const Score sc = score(in_.machine, t, a);
+      const Score sc = score(in_.machine, t, rule_, a);
       if (!better) better.emplace(sc);
       if (best.second.empty() || (*better)(sc, best.first)) best = {sc, std::move(a)};
       return sc;

@@ -15,9 +15,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <tuple>
 #include <utility>
 #include <vector>
 
+#include "domains.h"
 #include "host_cuts.h"
 #include "topoaware/mapper/cost.h"
 #include "topoaware/mapper/layout.h"
@@ -27,10 +29,12 @@ namespace topoaware::mapper::internal {
 
 using Assignment = std::vector<std::uint32_t>;  // slot of each rank
 
-// A score: modeled seconds, then bytes crossing levels.
+// A score: how many blocks short of the fast-domain rule (domains.h) a plan is, then modeled
+// seconds, then bytes crossing levels. The rule first: the model chooses among plans that keep it.
 struct Score {
   double seconds = 0;
   double crossing = 0;
+  long long split = 0;
 };
 
 // The order scores are compared in: seconds in steps of 1e-5 of a reference time (latency terms
@@ -47,14 +51,15 @@ class ScoreOrder {
   bool operator()(const Score& a, const Score& b) const { return key(a) < key(b); }
 
  private:
-  std::pair<double, double> key(const Score& s) const {
-    return {std::floor(s.seconds / second_step_), std::floor(s.crossing / crossing_step_)};
+  std::tuple<long long, double, double> key(const Score& s) const {
+    return {s.split, std::floor(s.seconds / second_step_), std::floor(s.crossing / crossing_step_)};
   }
   double second_step_, crossing_step_;
 };
 
-// The model's score of one assignment.
-Score score(const Machine& m, const Traffic& t, const std::vector<std::uint32_t>& a);
+// The model's score of one assignment under the fast-domain rule.
+Score score(const Machine& m, const Traffic& t, const DomainRule& rule,
+            const std::vector<std::uint32_t>& a);
 
 // A rank digit: ranks are enumerated with digits varying fastest first; a digit is a dim, or
 // part of one (a dim of size n split into a low digit of size a and a high one of size n / a).
@@ -66,7 +71,8 @@ using Digits = std::vector<Digit>;
 
 class Mapper {
  public:
-  Mapper(const Instance& inst, const Request& req) : in_(inst), req_(req) {
+  Mapper(const Instance& inst, const Request& req)
+      : in_(inst), req_(req), rule_(inst.machine, inst.traffic, inst.layout.split) {
     const Machine& m = inst.machine;
     slots_of_host_.assign(m.hosts.size(), {});
     for (std::uint32_t s = 0; s < m.slots.size(); ++s) slots_of_host_[m.slots[s].host].push_back(s);
@@ -80,6 +86,9 @@ class Mapper {
   Assignment host_blocks(const Assignment& a) const;
   // The topo algorithm; `bound`: lower_bound() of the instance.
   Assignment topo(double bound, long long* moves_done);
+  // The fast-domain rule the search keeps, and a plan's score under it.
+  const DomainRule& rule() const { return rule_; }
+  Score score_of(const Assignment& a) const { return score(in_.machine, in_.traffic, rule_, a); }
 
  private:
   using Starts = std::vector<std::pair<Score, Assignment>>;
@@ -117,23 +126,37 @@ class Mapper {
   // assignment's score so far and what the budget allows; host and rank exchanges share it.
   struct Refiner {
     IncrementalCost& inc;
+    DomainTracker* domains;  // the fast-domain rule's shortfall; null where the rule is empty
     const ScoreOrder& better;
     Score cost;
     long long budget, work_cap, used;
     double good_enough;  // seconds: no move can gain enough below this to be worth a search
     bool spent() const {
-      return used >= budget || inc.work() >= work_cap || cost.seconds <= good_enough;
+      return used >= budget || inc.work() >= work_cap ||
+             (cost.split == 0 && cost.seconds <= good_enough);
+    }
+    using Pairs = std::vector<std::pair<std::uint32_t, std::uint32_t>>;
+    void exchange(const Pairs& pairs) {
+      inc.exchange(pairs);
+      if (domains) domains->exchanged(pairs, inc.slot_of_rank());
+    }
+    void undo() {
+      inc.undo();
+      if (domains) domains->undo();
+    }
+    Score now() const {
+      return Score{inc.seconds(), inc.crossing(), domains ? domains->shortfall() : 0};
     }
     // Tries a move; keeps it when better. Returns whether it was kept.
-    bool attempt(const std::vector<std::pair<std::uint32_t, std::uint32_t>>& pairs) {
-      inc.exchange(pairs);
+    bool attempt(const Pairs& pairs) {
+      exchange(pairs);
       ++used;
-      Score c{inc.seconds(), inc.crossing()};
+      const Score c = now();
       if (better(c, cost)) {
         cost = c;
         return true;
       }
-      inc.undo();
+      undo();
       return false;
     }
   };
@@ -170,6 +193,9 @@ class Mapper {
   std::vector<std::uint32_t> units_by_place(const std::vector<std::uint32_t>& seq,
                                             long long unit) const;
   Assignment fill(const std::vector<std::uint32_t>& seq, const Digits& order);
+  // A start that keeps the fast-domain rule: each island's slots hold the rule's blocks whole,
+  // largest level first (domains.h); empty where the rule is.
+  Assignment domain_aligned();
 
   // Refinement (refine.cc).
   long long refine(Assignment& a, Score& cost, const ScoreOrder& better, long long budget,
@@ -179,6 +205,7 @@ class Mapper {
 
   const Instance& in_;
   const Request& req_;
+  DomainRule rule_;
   std::vector<std::vector<std::uint32_t>> slots_of_host_;
 };
 

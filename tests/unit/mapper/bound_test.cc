@@ -283,6 +283,11 @@ TEST(BoundTest, LowerBoundAtMostOptimumOnRandomInstances) {
       for (std::size_t i = 1; i < order.size(); ++i) layout += "-" + order[i];
     }
     s.request.layout = parse_layout(layout);
+    // What the framework issues, drawn too: all-reduces (trees on two nodes) or reduce-scatter +
+    // all-gather, and whether the data-parallel reduction overlaps compute.
+    s.request.layout.framework.sequence_parallel = below(2) == 0;
+    s.request.layout.framework.distributed_optimizer = below(2) == 0;
+    s.request.layout.framework.overlap_grad_reduce = below(2) == 0;
     s.nodes.assign(s.request.hosts.size(), &s.node);
     Instance in = make_instance(s.fabric, s.nodes, s.request);
     const double best = brute_force(in);
@@ -622,6 +627,11 @@ TEST(BoundTest, JointBoundAtMostOptimumOnRandomOversubscribedInstances) {
     layout += "dp=auto";
     if (below(2) == 0) layout += ",order=dp-pp-ep-cp-tp";
     s.request.layout = parse_layout(layout);
+    // What the framework issues, drawn too: all-reduces (trees on two nodes) or reduce-scatter +
+    // all-gather, and whether the data-parallel reduction overlaps compute.
+    s.request.layout.framework.sequence_parallel = below(2) == 0;
+    s.request.layout.framework.distributed_optimizer = below(2) == 0;
+    s.request.layout.framework.overlap_grad_reduce = below(2) == 0;
     s.nodes.assign(s.request.hosts.size(), &s.node);
     Instance in = make_instance(s.fabric, s.nodes, s.request);
     const double best = brute_force(in);

@@ -48,12 +48,23 @@ struct RankPlan {
   bool host_blocks = false;  // the request's: a per-node launcher's plan
   // topo only: the refined plan was not cheaper than Slurm's block order, so block was kept.
   bool kept_block = false;
+  // topo only: what the search found, before that guard: its exposed seconds and how many
+  // blocks short of the fast-domain rule it was (0: it keeps the rule).
+  double searched_seconds = 0;
+  long long searched_split = 0;
+  // Per fast dim (tp, cp, ep of size > 1): its groups that span NVLink domains, and why.
+  std::vector<SplitReport> splits;
   long long refine_moves = 0;       // moves refinement evaluated
   std::vector<int> rank_of_task;    // = tasks[t].rank, for scripts and the cost model
   // What the modeled figures rest on where the inputs gave no capacity (Machine::assumptions),
   // one sentence each; empty when every capacity came from the inputs.
   std::vector<std::string> assumptions;
 };
+
+// The plan's split groups in one line for people (map, inspect, srun -v): "tp: 2 of 9 groups
+// span hosts (the step's hosts hold 7 of its 9 blocks of tp whole ...)", or empty when no fast
+// dim's group spans an NVLink domain.
+std::string splits_line(const std::vector<SplitReport>& splits);
 
 // The plan's assumptions in one line for people (map, inspect, srun -v): "figures assume: A; B",
 // or empty when there are none.
