@@ -78,9 +78,9 @@ RankPlan plan(const topology::Fabric& fabric,
   if (request.algorithm == Algorithm::kTopo) {
     out.searched_seconds = out.cost.seconds;
     out.searched_split = mapper.score_of(a).split;
-    const long long block_split = mapper.score_of(block).split;
-    if (block_split < out.searched_split ||
-        (block_split == out.searched_split && out.cost.seconds > out.block_cost.seconds)) {
+    out.block_split = mapper.score_of(block).split;
+    if (out.block_split < out.searched_split ||
+        (out.block_split == out.searched_split && out.cost.seconds > out.block_cost.seconds)) {
       a = block;
       out.cost = evaluate(m, in.traffic, block);
       out.kept_block = true;

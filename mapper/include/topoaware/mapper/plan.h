@@ -52,6 +52,7 @@ struct RankPlan {
   // blocks short of the fast-domain rule it was (0: it keeps the rule).
   double searched_seconds = 0;
   long long searched_split = 0;
+  long long block_split = 0;  // ... and how many Slurm's block order is short of it
   // Per fast dim (tp, cp, ep of size > 1): its groups that span NVLink domains, and why.
   std::vector<SplitReport> splits;
   long long refine_moves = 0;       // moves refinement evaluated
