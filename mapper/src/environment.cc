@@ -2,6 +2,7 @@
 // per-node launcher's workers on one host, in a stable order; and the plan's assumptions in one
 // line for people.
 #include <algorithm>
+#include <cstdio>
 #include <cctype>
 #include <cstdint>
 #include <string>
@@ -14,6 +15,28 @@
 #include "topoaware/mapper/plan.h"
 
 namespace topoaware::mapper {
+
+std::string model_line(const Layout& layout) {
+  const Framework& fw = layout.framework;
+  std::string out = "model: tp ";
+  out += fw.sequence_parallel ? "as reduce-scatter + all-gather (sequence parallelism)"
+                              : "as all-reduce (no sequence parallelism)";
+  out += ", dp ";
+  out += fw.distributed_optimizer ? "as reduce-scatter + all-gather (distributed optimizer)"
+                                  : "as all-reduce";
+  if (fw.overlap_grad_reduce || (fw.distributed_optimizer && fw.overlap_param_gather)) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%g", layout.model.gpu_tflops);
+    out += std::string("; dp overlapped with one micro-batch's compute at ") + buf +
+           " TFLOP/s a GPU";
+  } else {
+    out += "; dp not overlapped";
+  }
+  out += "; NCCL " + nccl::to_string(layout.nccl) + "'s algorithm choice";
+  if (layout.collnet) out += " with CollNet";
+  if (layout.split == SplitPolicy::kAllow) out += "; split=allow";
+  return out;
+}
 
 std::string splits_line(const std::vector<SplitReport>& splits) {
   std::string out;

@@ -265,7 +265,31 @@ class CollectiveModel {
     nccl::Comm comm = c;
     comm.collnet = t_.collnet;
     const double call = d.bytes / std::max(1.0, d.calls);
-    return cache_.emplace(key, nccl::choose(nccl::tune(comm, t_.nccl), func, call)).first->second;
+    const nccl::Tuning tuning = nccl::tune(comm, t_.nccl);
+    nccl::Choice ch;
+    try {
+      ch = nccl::choose(tuning, func, call, t_.nccl_algo ? &*t_.nccl_algo : nullptr);
+    } catch (const Error&) {
+      ch = nccl::choose(tuning, func, call);  // the forced algorithm does not exist here
+    }
+    return cache_.emplace(key, ch).first->second;
+  }
+
+  // How much faster than a ring's bytes over the GPUs' links NVLS runs an all-reduce on one node
+  // of `local` GPUs like the communicator's (its bus bandwidth over theirs; 1 without NVLS): what
+  // an NVLS-Tree's node charges its NVLink, never above the lower bound's view (bound/exposed.cc).
+  double nvls_speedup(const nccl::Comm& c, int local) {
+    const auto key = std::make_tuple(local, c.sm, c.gpu_GBps, c.nvswitch);
+    auto it = speedup_.find(key);
+    if (it != speedup_.end()) return it->second;
+    nccl::Comm one = c;
+    one.ranks = one.max_local_ranks = local;
+    one.nodes = 1;
+    const nccl::Tuning t = nccl::tune(one, t_.nccl);
+    const double algbw = t.bandwidth[0][static_cast<std::size_t>(nccl::Algo::kNvls)]
+                                    [static_cast<std::size_t>(nccl::Proto::kSimple)];
+    const double bus = algbw * 2.0 * (local - 1) / std::max(1, local);
+    return speedup_.emplace(key, std::max(1.0, bus / c.gpu_GBps)).first->second;
   }
 
  private:
@@ -278,6 +302,7 @@ class CollectiveModel {
   };
   const Traffic& t_;
   std::map<Key, nccl::Choice> cache_;
+  std::map<std::tuple<int, int, double, bool>, double> speedup_;
 };
 
 // What a group costs beside the loads its flows put on resources: NCCL's own bandwidth time for
@@ -490,8 +515,8 @@ GroupCost route_group(const Machine& m, const ResourceIndex& res, const Traffic&
       nvls();
       break;
     case nccl::Algo::kNvlsTree:
-      // NVLS inside each node (charged as the ring's chain), NCCL's trees between them.
-      chain(ring_volume(n, S));
+      // NVLS inside each node (the ring's chain at NVLS's speed-up), NCCL's trees between them.
+      chain(ring_volume(n, S) / model.nvls_speedup(comm, static_cast<int>(n / nodes)));
       trees();
       steps = 2 * std::log2(static_cast<double>(nodes));
       break;

@@ -219,7 +219,8 @@ Fabric make_fat_tree(const FatTreeSpec& s) {
   return f;
 }
 
-topology::NodeTopology make_node(int gpus, int nics, double nvlink_gbps, double nic_gbps) {
+topology::NodeTopology make_node(int gpus, int nics, double nvlink_gbps, double nic_gbps,
+                                 int sm) {
   topology::NodeTopology node;
   node.source = "synthetic";
   auto& g = node.graph;
@@ -275,7 +276,7 @@ topology::NodeTopology make_node(int gpus, int nics, double nvlink_gbps, double 
     v.parent = sid;
     v.numa = c;
     v.gpu.dev = i;
-    v.gpu.sm = 90;
+    v.gpu.sm = sm;
     std::snprintf(bus, sizeof bus, "0000:%02x:00.0", 0x11 + 0x10 * i);
     v.busid = bus;
     VertexId gid = g.add_vertex(v);

@@ -15,9 +15,10 @@
 // The model is used only through its public API (make_instance, evaluate, the synthetic fabric
 // and node builders), so the "model" column follows whatever the cost model is when this runs.
 // The published column, its source and the algorithm NCCL ran are data below; docs/calibration.md
-// cites each. A case is compared (PASS within +-25%, else OUTSIDE) only where NCCL ran an
-// algorithm the model describes; the others print the model's figure beside it, marked N/A, and
-// the doc says which modeling gap it is.
+// cites each. Every case is compared (PASS within +-25%, else OUTSIDE, with the gap the doc names),
+// and the model's own algorithm choice is printed beside what NCCL ran. `--choices` prints the
+// model's choice for NCCL's collectives over node counts and sizes (docs/calibration.md, "Which
+// algorithm").
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -27,6 +28,7 @@
 #include <vector>
 
 #include "../topo-aware/busbw_model.h"
+#include "topoaware/mapper/nccl_model.h"
 #include "topoaware/mapper/synthetic.h"
 #include "topoaware/topology/error.h"
 #include "topoaware/topology/fabric.h"
@@ -58,9 +60,9 @@ struct Case {
   double bytes = 0;       // nccl-tests "size" of the published row
   double published = 0;   // published busbw, GB/s
   std::string algorithm;  // what NCCL ran (as published or as its version does by default)
-  bool compared = true;   // false: NCCL ran an algorithm the model does not describe
   std::string source;     // where the published figure is (docs/calibration.md cites it)
   std::function<Hardware()> hardware;
+  cli::NcclSetup nccl;    // NCCL_ALGO where the run forced it, CollNet, the release
 };
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
@@ -107,7 +109,7 @@ Hardware h100(int hosts) {
 Hardware a100(int hosts, int nics, double nic_gbps, const std::string& what) {
   Hardware hw;
   hw.fabric = make_fat_tree(rail_fabric(hosts, 8, nics, nic_gbps));
-  hw.node = make_node(8, nics, kA100NvlinkGbps, nic_gbps);
+  hw.node = make_node(8, nics, kA100NvlinkGbps, nic_gbps, 80);
   hw.described = what;
   return hw;
 }
@@ -129,7 +131,7 @@ Hardware gb200(int hosts, int domain_hosts, double nic_gbps) {
   s.nvlink_domain_hosts = domain_hosts;
   s.nvlink_gbps = kGb200NvlinkGbps;
   hw.fabric = make_fat_tree(s);
-  hw.node = make_node(4, 4, kGb200NvlinkGbps, nic_gbps);
+  hw.node = make_node(4, 4, kGb200NvlinkGbps, nic_gbps, 100);
   hw.described =
       "make_node(4 GPUs, 4 NICs), NVLink domains of " + std::to_string(domain_hosts) + " trays";
   return hw;
@@ -143,6 +145,22 @@ Hardware h100_plain(int hosts, int nics, double nic_gbps, const std::string& wha
   hw.node = make_node(8, nics, kH100NvlinkGbps, nic_gbps);
   hw.described = what;
   return hw;
+}
+
+using nccl::Algo;
+
+// NCCL_ALGO forced (and the release the run used, where it matters).
+cli::NcclSetup forced(Algo a, nccl::Version v = nccl::kNewest) {
+  cli::NcclSetup s;
+  s.algo = a;
+  s.version = v;
+  return s;
+}
+// CollNet (SHARP) enabled, and forced.
+cli::NcclSetup collnet(Algo a, nccl::Version v) {
+  cli::NcclSetup s = forced(a, v);
+  s.collnet = true;
+  return s;
 }
 
 std::vector<Case> cases() {
@@ -160,55 +178,57 @@ std::vector<Case> cases() {
   std::vector<Case> v;
   // Single DGX/HGX H100.
   v.push_back({"h100-1n-allreduce-ring", "8x H100 SXM, one node", C::kAllReduce, 1, 8, 4 * kGiB,
-               367, "Ring (NCCL_ALGO=Ring)", true, k1455, [] { return h100(1); }});
+               367, "Ring (NCCL_ALGO=Ring)", k1455, [] { return h100(1); }, forced(Algo::kRing)});
   v.push_back({"h100-1n-allreduce-nvls", "8x H100 SXM, one node", C::kAllReduce, 1, 8, 4 * kGiB,
-               480, "NVLS (default)", false, k1455, [] { return h100(1); }});
+               480, "NVLS (default)", k1455, [] { return h100(1); }, {}});
   v.push_back({"h100-1n-allgather", "8x H100 SXM, one node", C::kAllGather, 1, 8, 4 * kGiB, 370,
-               "Ring (NVIDIA's figure for non-allreduce)", true, k212, [] { return h100(1); }});
+               "Ring (NVIDIA's figure for non-allreduce)", k212, [] { return h100(1); }, {}});
   // Multi-node H100, 8 x 400G InfiniBand.
   v.push_back({"h100-2n-allreduce-default", "2x HGX H100 (Dell XE9680), 8x CX-7 400G IB",
-               C::kAllReduce, 2, 8, 8 * kGiB, 470, "default: Tree/NVLS-Tree at 2 nodes", false,
-               k309, [] { return h100(2); }});
+               C::kAllReduce, 2, 8, 8 * kGiB, 470, "default: Tree/NVLS-Tree at 2 nodes",
+               k309, [] { return h100(2); }, {}});
   v.push_back({"h100-4n-allreduce-default", "4x HGX H100 (Dell XE9680), 8x CX-7 400G IB",
-               C::kAllReduce, 4, 8, 8 * kGiB, 365.84, "default (NIC-bound at 4 nodes)", true, k309,
-               [] { return h100(4); }});
+               C::kAllReduce, 4, 8, 8 * kGiB, 365.84, "default (NIC-bound at 4 nodes)", k309,
+               [] { return h100(4); }, {}});
   v.push_back({"h100-8n-allreduce-collnet", "8x H100 (CoreWeave), 8x 400G IB", C::kAllReduce, 8, 8,
-               8 * kGiB, 386.56, "CollNet chain (IB SHARP, forced)", true, kCw,
-               [] { return h100(8); }});
+               8 * kGiB, 386.56, "CollNet chain (IB SHARP, forced)", kCw,
+               [] { return h100(8); }, collnet(Algo::kCollNetChain, {2, 18})});
   v.push_back({"h100-2n-sendrecv", "2x H100, one GPU each, 400G NDR", C::kSendRecv, 2, 1, 8 * kGiB,
-               47, "p2p (NVIDIA's expected 46-48 per NIC)", true, k290, [] { return h100(2); }});
+               47, "p2p (NVIDIA's expected 46-48 per NIC)", k290, [] { return h100(2); }, {}});
   v.push_back({"h100-2n-alltoall", "2x H100, 8x 400G", C::kAllToAll, 2, 8, 8 * kGiB, 96,
-               "p2p (NVIDIA's N/(N-1) x 48 per GPU)", true, k130, [] { return h100(2); }});
+               "p2p (NVIDIA's N/(N-1) x 48 per GPU)", k130, [] { return h100(2); }, {}});
   v.push_back({"h100-6n-alltoall", "6x H100, 8x 400G", C::kAllToAll, 6, 8, 8 * kGiB, 57.6,
-               "p2p (NVIDIA's N/(N-1) x 48 per GPU)", true, k130, [] { return h100(6); }});
+               "p2p (NVIDIA's N/(N-1) x 48 per GPU)", k130, [] { return h100(6); }, {}});
   // Ethernet (RoCE / TCPXO) clouds.
   v.push_back({"h100-32n-allgather-roce", "32x H100, 8 HCAs RoCE (speed not stated: 400G modeled)",
-               C::kAllGather, 32, 8, 2 * kGiB, 200, "Ring, 16 channels forced", true, k1218,
-               [] { return h100(32); }});
+               C::kAllGather, 32, 8, 2 * kGiB, 200, "Ring, 16 channels forced", k1218,
+               [] { return h100(32); }, {}});
   v.push_back({"a3mega-2n-allreduce", "2x GCP a3-megagpu-8g, 8 NICs GPUDirect-TCPXO (200G each)",
-               C::kAllReduce, 2, 8, 8 * kGiB, 338.82, "default at 2 nodes (not stated)", false, kA3,
-               [] { return h100_plain(2, 8, 25, "make_node(8 H100, 8 NICs at 200G)"); }});
+               C::kAllReduce, 2, 8, 8 * kGiB, 338.82, "default at 2 nodes (not stated)", kA3,
+               [] { return h100_plain(2, 8, 25, "make_node(8 H100, 8 NICs at 200G)"); }, {}});
   // DGX A100, 8 x 200G HDR.
   v.push_back({"dgx-a100-allreduce", "DGX A100, 8x 200G HDR IB (nodes not stated: 4 modeled)",
-               C::kAllReduce, 4, 8, 8 * kGiB, 192, "default multi-node", true, k812,
-               [] { return a100(4, 8, 25, "make_node(8 A100, 12 NVLinks, 8 NICs at 200G)"); }});
+               C::kAllReduce, 4, 8, 8 * kGiB, 192, "default multi-node", k812,
+               [] { return a100(4, 8, 25, "make_node(8 A100, 12 NVLinks, 8 NICs at 200G)"); }, {}});
   v.push_back({"dgx-a100-allreduce-ndv4file", "same, modeled from Azure NDv4's NCCL XML file",
-               C::kAllReduce, 4, 8, 8 * kGiB, 192, "default multi-node", true, k812,
-               [] { return ndv4_capture(4); }});
+               C::kAllReduce, 4, 8, 8 * kGiB, 192, "default multi-node", k812,
+               [] { return ndv4_capture(4); }, {}});
   // GB200 NVL72.
   v.push_back({"gb200-nvl72-allreduce", "GB200 NVL72, one rack (18 trays x 4)", C::kAllReduce, 18,
-               4, 8 * kGiB, 834.57, "default in one NVLink domain (not stated)", false, kCw,
-               [] { return gb200(18, 18, 50); }});
+               4, 8 * kGiB, 834.57, "default in one NVLink domain (not stated)", kCw,
+               [] { return gb200(18, 18, 50); }, {}});
   v.push_back({"gb200-3xnvl4-ring", "GB200, 3 NVL4 partitions over IB (400G modeled)",
-               C::kAllReduce, 3, 4, 16 * kGiB, 196.72, "Ring (default)", true, k1801,
-               [] { return gb200(3, 1, 50); }});
+               C::kAllReduce, 3, 4, 16 * kGiB, 196.72, "Ring (default with NVLS disabled)", k1801,
+               [] { return gb200(3, 1, 50); }, forced(Algo::kRing, {2, 27})});
   v.push_back({"gb200-3xnvl4-tree", "same", C::kAllReduce, 3, 4, 16 * kGiB, 234.43,
-               "Tree (NCCL_ALGO=Tree)", false, k1801, [] { return gb200(3, 1, 50); }});
+               "Tree (NCCL_ALGO=Tree)", k1801, [] { return gb200(3, 1, 50); },
+               forced(Algo::kTree, {2, 27})});
   v.push_back({"gb200-3xnvl8-ring", "GB200, 3 NVL8 partitions over IB (400G modeled)",
-               C::kAllReduce, 6, 4, 16 * kGiB, 393.66, "Ring (default)", true, k1801,
-               [] { return gb200(6, 2, 50); }});
+               C::kAllReduce, 6, 4, 16 * kGiB, 393.66, "Ring (default with NVLS disabled)", k1801,
+               [] { return gb200(6, 2, 50); }, forced(Algo::kRing, {2, 27})});
   v.push_back({"gb200-3xnvl8-tree", "same", C::kAllReduce, 6, 4, 16 * kGiB, 485.68,
-               "Tree (NCCL_ALGO=Tree)", false, k1801, [] { return gb200(6, 2, 50); }});
+               "Tree (NCCL_ALGO=Tree)", k1801, [] { return gb200(6, 2, 50); },
+               forced(Algo::kTree, {2, 27})});
   return v;
 }
 
@@ -216,7 +236,8 @@ std::vector<Case> cases() {
 cli::ModeledBusbw run(const Case& c, std::string* built) {
   Hardware hw = c.hardware();
   *built = hw.described;
-  return cli::model_busbw(hw.fabric, hw.node, c.nodes, c.gpus_per_node, c.collective, c.bytes);
+  return cli::model_busbw(hw.fabric, hw.node, c.nodes, c.gpus_per_node, c.collective, c.bytes,
+                          c.nccl);
 }
 
 // Cases outside +-25% for a reason docs/calibration.md names ("Gaps that matter to mapping").
@@ -224,13 +245,70 @@ cli::ModeledBusbw run(const Case& c, std::string* built) {
 std::string known_gap(const std::string& id) {
   if (id == "dgx-a100-allreduce-ndv4file") return "gap 1";
   if (id == "h100-32n-allgather-roce") return "gap 4";
+  if (id == "gb200-3xnvl4-tree" || id == "gb200-3xnvl8-tree") return "gap 6";
   return "";
 }
 
 bool within(double ratio) { return std::fabs(ratio - 1.0) <= 0.25; }
 
+// What the model runs for a case: NCCL's algorithm, or point-to-point.
+std::string runs(const cli::ModeledBusbw& r) { return r.nccl.empty() ? "p2p" : r.nccl; }
+
+// --choices: the model's choice (algorithm/protocol, channels) for NCCL's collectives on DGX
+// H100 nodes (8 GPUs on NVSwitch, 8 x 400 Gb/s), over node counts and sizes: the rows of
+// docs/calibration.md's "Which algorithm" table.
+void print_choices(bool markdown) {
+  const std::vector<int> node_counts = {1, 2, 3, 4, 8, 16};
+  std::vector<double> sizes;
+  for (double b = 1 << 20; b <= 4 * kGiB; b *= 4) sizes.push_back(b);
+  auto size_text = [](double b) {
+    char buf[16];
+    if (b >= kGiB) {
+      std::snprintf(buf, sizeof buf, "%.0f GiB", b / kGiB);
+    } else {
+      std::snprintf(buf, sizeof buf, "%.0f MiB", b / (1 << 20));
+    }
+    return std::string(buf);
+  };
+  for (nccl::Func f : {nccl::Func::kAllReduce, nccl::Func::kReduceScatter}) {
+    if (markdown) {
+      std::printf("\n%s%s, DGX H100 nodes (NCCL %s rules):\n\n| nodes |",
+                  std::string(nccl::to_string(f)).c_str(),
+                  f == nccl::Func::kReduceScatter ? " (and AllGather)" : "",
+                  nccl::to_string(nccl::kNewest).c_str());
+      for (double b : sizes) std::printf(" %s |", size_text(b).c_str());
+      std::printf("\n|---|");
+      for (std::size_t i = 0; i < sizes.size(); ++i) std::printf("---|");
+      std::printf("\n");
+    } else {
+      std::printf("\n%s, DGX H100 nodes:\n%6s", std::string(nccl::to_string(f)).c_str(), "nodes");
+      for (double b : sizes) std::printf(" %16s", size_text(b).c_str());
+      std::printf("\n");
+    }
+    for (int n : node_counts) {
+      nccl::Comm c;
+      c.ranks = 8 * n;
+      c.nodes = n;
+      c.max_local_ranks = 8;
+      c.sm = 90;
+      c.gpu_GBps = kH100NvlinkGbps;
+      c.nics = 8;
+      c.nic_GBps = 50;
+      const nccl::Tuning t = nccl::tune(c);
+      std::printf(markdown ? "| %d |" : "%6d", n);
+      for (double b : sizes) {
+        const nccl::Choice ch = nccl::choose(t, f, b);
+        const std::string cell = std::string(nccl::to_string(ch.algo)) + "/" +
+                                 std::string(nccl::to_string(ch.proto)) + " " +
+                                 std::to_string(ch.channels);
+        std::printf(markdown ? " %s |" : " %16s", cell.c_str());
+      }
+      std::printf("\n");
+    }
+  }
+}
+
 std::string verdict(const Case& c, double ratio) {
-  if (!c.compared) return "N/A";
   if (within(ratio)) return "PASS";
   const std::string gap = known_gap(c.id);
   return gap.empty() ? "OUTSIDE" : "OUTSIDE (" + gap + ")";
@@ -239,7 +317,7 @@ std::string verdict(const Case& c, double ratio) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool markdown = false, check = false;
+  bool markdown = false, check = false, choices = false;
   std::string only;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -247,24 +325,31 @@ int main(int argc, char** argv) {
       markdown = true;
     } else if (a == "--check") {
       check = true;
+    } else if (a == "--choices") {
+      choices = true;
     } else if (a == "--only" && i + 1 < argc) {
       only = argv[++i];
     } else {
-      std::printf("usage: %s [--markdown] [--check] [--only CASE]\n", argv[0]);
+      std::printf("usage: %s [--markdown] [--check] [--only CASE] [--choices]\n", argv[0]);
       return a == "-h" || a == "--help" ? 0 : 2;
     }
+  }
+  if (choices) {
+    print_choices(markdown);
+    return 0;
   }
   int compared = 0, pass = 0;
   std::vector<std::string> regressions, closed;  // for --check
   std::vector<std::string> hardware_lines;
   if (markdown) {
     std::printf(
-        "| case | system | collective | nodes x GPUs | size | NCCL ran | published GB/s | "
-        "model GB/s | model/published | verdict | source |\n"
-        "|---|---|---|---|---|---|---|---|---|---|---|\n");
+        "| case | system | collective | nodes x GPUs | size | NCCL ran | model runs | published "
+        "GB/s | model GB/s | model/published | verdict | source |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   } else {
-    std::printf("%-28s %-10s %6s %6s %10s %10s %7s %-16s %s\n", "case", "collective", "ranks",
-                "GiB", "published", "model", "ratio", "verdict", "model bottleneck");
+    std::printf("%-28s %-10s %6s %6s %-14s %10s %10s %7s %-16s %s\n", "case", "collective",
+                "ranks", "GiB", "model runs", "published", "model", "ratio", "verdict",
+                "model bottleneck");
   }
   try {
     for (const Case& c : cases()) {
@@ -274,21 +359,21 @@ int main(int argc, char** argv) {
       hardware_lines.push_back("| `" + c.id + "` | " + built + " | " + r.bottleneck + " |");
       const double ratio = c.published > 0 ? r.gbps / c.published : 0;
       const std::string v = verdict(c, ratio);
-      if (c.compared) {
-        ++compared;
-        if (v == "PASS") ++pass;
-        if (!within(ratio) && known_gap(c.id).empty()) regressions.push_back(c.id);
-        if (within(ratio) && !known_gap(c.id).empty()) closed.push_back(c.id);
-      }
+      ++compared;
+      if (v == "PASS") ++pass;
+      if (!within(ratio) && known_gap(c.id).empty()) regressions.push_back(c.id);
+      if (within(ratio) && !known_gap(c.id).empty()) closed.push_back(c.id);
       if (markdown) {
-        std::printf("| `%s` | %s | %s | %d x %d | %.0f GiB | %s | %.1f | %.1f | %.2f | %s | %s |\n",
-                    c.id.c_str(), c.system.c_str(), collective_name(c.collective), c.nodes,
-                    c.gpus_per_node, c.bytes / kGiB, c.algorithm.c_str(), c.published, r.gbps,
-                    ratio, v.c_str(), c.source.c_str());
+        std::printf(
+            "| `%s` | %s | %s | %d x %d | %.0f GiB | %s | %s | %.1f | %.1f | %.2f | %s | %s |\n",
+            c.id.c_str(), c.system.c_str(), collective_name(c.collective), c.nodes,
+            c.gpus_per_node, c.bytes / kGiB, c.algorithm.c_str(), runs(r).c_str(), c.published,
+            r.gbps, ratio, v.c_str(), c.source.c_str());
       } else {
-        std::printf("%-28s %-10s %6d %6.0f %10.1f %10.1f %7.2f %-16s %s\n", c.id.c_str(),
+        std::printf("%-28s %-10s %6d %6.0f %-14s %10.1f %10.1f %7.2f %-16s %s\n", c.id.c_str(),
                     collective_name(c.collective), c.nodes * c.gpus_per_node, c.bytes / kGiB,
-                    c.published, r.gbps, ratio, v.c_str(), r.bottleneck.c_str());
+                    runs(r).c_str(), c.published, r.gbps, ratio, v.c_str(),
+                    r.bottleneck.c_str());
       }
     }
   } catch (const std::exception& e) {

@@ -50,6 +50,11 @@ std::string pct_faster(double plan, double block) {
   return buf;
 }
 
+// The framework's collective, short: "rs+ag" for reduce-scatter + all-gather.
+std::string collective_text(const std::string& c) {
+  return c == "reduce-scatter+all-gather" ? "rs+ag" : c;
+}
+
 std::string render_table(const mapper::RankPlan& p, const mapper::RankPlan* topo,
                          const std::vector<std::string>& health, const MapOptions& o) {
   std::ostringstream out;
@@ -62,9 +67,13 @@ std::string render_table(const mapper::RankPlan& p, const mapper::RankPlan* topo
         << p.tasks.size() / std::max<std::size_t>(1, p.hosts.size())
         << "+LOCAL_RANK; the plan orders hosts (node) and each host's GPUs (gpu)\n";
   }
-  out << "modeled communication per step: " << seconds(p.cost.seconds) << " (block order "
-      << seconds(p.block_cost.seconds) << ", " << pct_faster(p.cost.seconds, p.block_cost.seconds)
-      << "; lower bound " << seconds(p.lower_bound) << ")\n";
+  out << "modeled communication the step waits for: " << seconds(p.cost.seconds)
+      << " (block order " << seconds(p.block_cost.seconds) << ", "
+      << pct_faster(p.cost.seconds, p.block_cost.seconds) << "; lower bound "
+      << seconds(p.lower_bound) << "; all communication " << seconds(p.cost.raw_seconds)
+      << ", dp's overlapped with compute)\n";
+  out << mapper::model_line(p.layout) << "\n";
+  if (const std::string s = mapper::splits_line(p.splits); !s.empty()) out << "split: " << s << "\n";
   if (topo && topo != &p) {
     out << "topo would give: " << seconds(topo->cost.seconds) << "\n";
   }
@@ -73,24 +82,24 @@ std::string render_table(const mapper::RankPlan& p, const mapper::RankPlan* topo
     out << "note: no assignment the model rates faster than block order was found\n";
   for (const auto& h : health) out << "degraded (health report): " << h << "\n";
   if (!p.cost.bottleneck.empty()) out << "bottleneck: " << p.cost.bottleneck << "\n";
-  std::vector<std::vector<std::string>> dims = {
-      {"dim", "size", "pattern", "time", "block", "in host", "in leaf", "across"}};
+  std::vector<std::vector<std::string>> dims = {{"dim", "size", "collective", "nccl", "time",
+                                                 "exposed", "block", "in host", "in leaf",
+                                                 "across"}};
   for (std::size_t i = 0; i < p.cost.dims.size(); ++i) {
     const auto& d = p.cost.dims[i];
-    std::string size = "-", pattern = "-";
+    std::string size = "-";
     for (const auto& ld : p.layout.dims) {
-      if (ld.name == d.dim) {
-        size = std::to_string(ld.size);
-        pattern = std::string(mapper::to_string(ld.pattern));
-      }
+      if (ld.name == d.dim) size = std::to_string(ld.size);
     }
     if (size == "1") continue;
-    double block = i < p.block_cost.dims.size() ? p.block_cost.dims[i].seconds : 0;
-    dims.push_back({d.dim, size, pattern, seconds(d.seconds), seconds(block),
+    double block = i < p.block_cost.dims.size() ? p.block_cost.dims[i].exposed : 0;
+    dims.push_back({d.dim, size, collective_text(d.collective), d.nccl.empty() ? "p2p" : d.nccl,
+                    seconds(d.seconds), seconds(d.exposed), seconds(block),
                     std::to_string(d.groups_in_host), std::to_string(d.groups_in_leaf),
                     std::to_string(d.groups_across)});
   }
-  out << "\nper dim (groups whose traffic stays inside a host / a leaf group / crosses above):\n"
+  out << "\nper dim (time: all of it; exposed: what the step waits for; groups whose traffic stays "
+         "inside a host / a leaf group / crosses above):\n"
       << text_table(dims);
   std::vector<std::vector<std::string>> tiers = {{"tier", "bytes/step", "block"}};
   for (std::size_t i = 0; i < p.cost.tiers.size(); ++i) {
@@ -211,7 +220,21 @@ void write_json(const mapper::RankPlan& p, const mapper::RankPlan& topo,
                               {"size", d.size},
                               {"pattern", std::string(mapper::to_string(d.pattern))}});
   }
+  layout["split"] = std::string(mapper::to_string(p.layout.split));
+  layout["nccl"] = mapper::nccl::to_string(p.layout.nccl);
+  layout["framework"] = {{"sequence_parallel", p.layout.framework.sequence_parallel},
+                         {"distributed_optimizer", p.layout.framework.distributed_optimizer},
+                         {"overlap_grad_reduce", p.layout.framework.overlap_grad_reduce},
+                         {"overlap_param_gather", p.layout.framework.overlap_param_gather}};
   j["layout"] = layout;
+  j["splits"] = nlohmann::json::array();
+  for (const auto& s : p.splits) {
+    j["splits"].push_back({{"dim", s.dim},
+                           {"groups", s.groups},
+                           {"split", s.split},
+                           {"place", s.place},
+                           {"why", s.why}});
+  }
   // The ranks (131,072 at scale) are written directly, in the layout nlohmann's dump(2) gives
   // the rest: building them as a JSON tree first took most of `map`'s time and memory.
   j["ranks"] = kRanksMark;
@@ -220,7 +243,8 @@ void write_json(const mapper::RankPlan& p, const mapper::RankPlan& topo,
   cost["topo"] = topo.cost.seconds;
   cost["block"] = p.block_cost.seconds;
   cost["lower_bound"] = p.lower_bound;
-  cost["unit"] = "seconds of communication per step (modeled)";
+  cost["unit"] = "seconds of communication the step waits for (modeled: each dim's exposed part)";
+  cost["searched"] = p.searched_seconds;
   cost["kept_block"] = p.kept_block;
   cost["refine_moves"] = p.refine_moves;
   cost["plan_detail"] = cost_to_json(p.cost);

@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "config.h"
 #include "topoaware/mapper/layout.h"
+#include "topoaware/mapper/nccl_model.h"
 #include "topoaware/mapper/synthetic.h"
 #include "topoaware/topology/doctor_source.h"
 #include "topoaware/topology/error.h"
@@ -63,6 +64,13 @@ void add_capacity_options(CLI::App& sub, MapInputs& in) {
   sub.add_flag("--overlap-dims", in.overlap_dims,
                "Model the dims' communication as overlapping (the busiest resource under all of "
                "them) instead of one after another (the default, an upper estimate)");
+  sub.add_flag("--allow-split", in.allow_split,
+               "Let the cost model split tp, cp or ep groups that fit an NVLink domain (a host, or "
+               "an NVL72-style domain) over several; by default they stay inside one, as "
+               "Megatron assumes (the SPEC's split=allow)");
+  sub.add_option("--nccl-version", in.nccl_version,
+                 "The NCCL release whose algorithm rules the model follows, 2.18 to 2.30 "
+                 "(default: the SPEC's nccl=, else the newest)");
 }
 
 Loaded load_inputs(const MapInputs& in) {
@@ -243,6 +251,14 @@ Loaded load_inputs(const MapInputs& in) {
   r.seed = in.seed;
   r.refine_moves = in.refine_moves;
   r.overlap_dims = in.overlap_dims;
+  if (in.allow_split) r.layout.split = mapper::SplitPolicy::kAllow;
+  if (!in.nccl_version.empty()) {
+    try {
+      r.layout.nccl = mapper::nccl::parse_version(in.nccl_version);
+    } catch (const mapper::Error& e) {
+      throw UsageError(std::string("--nccl-version: ") + e.what());
+    }
+  }
   return out;
 }
 
@@ -277,6 +293,8 @@ nlohmann::json inputs_to_json(const MapInputs& in) {
   j["oversubscription"] = in.oversubscription;
   j["routing"] = in.routing;
   j["overlap_dims"] = in.overlap_dims;
+  j["allow_split"] = in.allow_split;
+  j["nccl_version"] = in.nccl_version;
   return j;
 }
 
@@ -303,6 +321,8 @@ MapInputs inputs_from_json(const nlohmann::json& j, const std::string& context) 
     in.oversubscription = j.value("oversubscription", std::string());
     in.routing = j.value("routing", std::string());
     in.overlap_dims = j.value("overlap_dims", false);
+    in.allow_split = j.value("allow_split", false);
+    in.nccl_version = j.value("nccl_version", std::string());
   } catch (const nlohmann::json::exception& e) {
     throw topology::Error(topology::ErrorCode::kBadInput, context,
                           std::string("inputs: ") + e.what());
@@ -313,11 +333,15 @@ MapInputs inputs_from_json(const nlohmann::json& j, const std::string& context) 
 nlohmann::json cost_to_json(const mapper::CostReport& c) {
   nlohmann::json j;
   j["seconds"] = c.seconds;
+  j["raw_seconds"] = c.raw_seconds;
   j["bottleneck"] = c.bottleneck;
   j["dims"] = nlohmann::json::array();
   for (const auto& d : c.dims) {
     j["dims"].push_back({{"dim", d.dim},
                          {"seconds", d.seconds},
+                         {"exposed", d.exposed},
+                         {"collective", d.collective},
+                         {"nccl", d.nccl},
                          {"groups_in_host", d.groups_in_host},
                          {"groups_in_leaf", d.groups_in_leaf},
                          {"groups_across", d.groups_across}});

@@ -38,6 +38,8 @@ struct MapInputs {
   std::string oversubscription;
   std::string routing;
   bool overlap_dims = false;  // model the dims' communication as overlapping
+  bool allow_split = false;   // the model may split groups that fit an NVLink domain
+  std::string nccl_version;   // the NCCL release the model follows; empty: the SPEC's (newest)
 };
 
 // Everything a plan needs, loaded. Node models live here; request.hosts index them.
@@ -51,7 +53,8 @@ struct Loaded {
   std::vector<std::string> health;  // one line per host whose NICs a health report degraded
 };
 
-// --oversubscription and --routing, worded the same for map (and the inputs inspect replays).
+// --oversubscription, --routing, --overlap-dims, --allow-split and --nccl-version, worded the same
+// for map (and the inputs inspect replays).
 void add_capacity_options(CLI::App& sub, MapInputs& in);
 
 // Loads fabric, node models and layout (reading file: specs), checks usage. Throws

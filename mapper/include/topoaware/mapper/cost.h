@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -124,6 +125,9 @@ struct Traffic {
   bool overlap = false;
   nccl::Version nccl;    // the release whose rules pick each group's algorithm
   bool collnet = false;  // NCCL's CollNet (in-network reduction) is enabled
+  // NCCL_ALGO as a job may set it: the algorithm every collective runs where the group's shape
+  // has it (else NCCL's own choice). Empty: NCCL chooses.
+  std::optional<nccl::Algo> nccl_algo;
 };
 Traffic job_traffic(const Layout& layout);
 

@@ -67,6 +67,11 @@ struct RankPlan {
 // dim's group spans an NVLink domain.
 std::string splits_line(const std::vector<SplitReport>& splits);
 
+// What the modeled figures assume about the job, in one line for people (map, inspect, srun -v):
+// "model: tp, dp as reduce-scatter + all-gather (sequence parallelism, distributed optimizer);
+// dp overlapped with compute at 400 TFLOP/s a GPU; NCCL 2.30's algorithm choice".
+std::string model_line(const Layout& layout);
+
 // The plan's assumptions in one line for people (map, inspect, srun -v): "figures assume: A; B",
 // or empty when there are none.
 std::string assumptions_line(const std::vector<std::string>& assumptions);

@@ -40,8 +40,10 @@ topology::Fabric make_fat_tree(const FatTreeSpec& spec);
 
 // A node: one CPU per half of the GPUs (linked), one PCIe switch per GPU with its NIC (nics ==
 // gpus; more NICs spread over the switches), or with fewer NICs one switch per NIC shared by
-// its GPUs; all GPUs on one NVSwitch of `nvlink_gbps` per GPU.
-topology::NodeTopology make_node(int gpus, int nics, double nvlink_gbps, double nic_gbps);
+// its GPUs; all GPUs on one NVSwitch of `nvlink_gbps` per GPU, of compute capability `sm` (x10:
+// 80 A100, 90 H100, 100 B200/GB200), which picks NCCL's tables.
+topology::NodeTopology make_node(int gpus, int nics, double nvlink_gbps, double nic_gbps,
+                                 int sm = 90);
 
 // A step's allocation on a cluster `busy` (0..1) full: per host, how many GPUs other jobs use
 // (whole hosts and partial ones), then Slurm's pick of the lowest-named hosts with free GPUs
