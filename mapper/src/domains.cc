@@ -182,6 +182,9 @@ std::vector<SplitReport> domain_splits(const Machine& m, const Traffic& t, Split
     long long fit = 0;
     for (const auto& [island, count] : slots) fit += count / unit;
     const long long blocks = t.world / unit;
+    // A block of the prefix that cannot be whole splits every group of this dim in it (its
+    // lower dims' groups being whole): unit / size groups a block.
+    s.forced = std::min(s.split, std::max(0LL, blocks - fit) * (unit / dt.size));
     if (s.split > 0) {
       if (unit > largest) {
         s.why = prefix + " = " + std::to_string(unit) + " ranks do not fit the largest " + place +
@@ -203,3 +206,13 @@ std::vector<SplitReport> domain_splits(const Machine& m, const Traffic& t, Split
 }
 
 }  // namespace topoaware::mapper::internal
+
+namespace topoaware::mapper {
+
+long long rule_shortfall(const Machine& machine, const Traffic& traffic,
+                         const std::vector<std::uint32_t>& slot_of_rank) {
+  const internal::DomainRule rule(machine, traffic, traffic.split);
+  return rule.empty() ? 0 : rule.shortfall(slot_of_rank);
+}
+
+}  // namespace topoaware::mapper

@@ -340,6 +340,7 @@ Traffic job_traffic(const Layout& layout) {
   t.matrix = layout.matrix;
   t.nccl = layout.nccl;
   t.collnet = layout.collnet;
+  t.split = layout.split;
   return t;
 }
 

@@ -91,6 +91,12 @@ struct Row {
   double conf = -1;  // the topology.conf plan re-scored under the true capacities (-1: none)
   double conf_declared = -1;  // the same with the fabric's oversubscription declared
   double best_order = -1;     // --all-orders: the best order of prime digits (-1: not scored)
+  // topo's search before plan()'s guard, and the fast-domain rule (docs/mapper.md, "Fast domains
+  // stay whole"): its shortfall, block's, and tp's groups split over domains (those the step
+  // could have kept whole: avoidable).
+  double searched = 0;
+  long long searched_split = 0, block_split = 0;
+  long long tp_groups = 0, tp_split = 0, tp_avoidable = 0;
 };
 
 #ifdef TOPOAWARE_HAVE_SCOTCH
@@ -451,6 +457,15 @@ Row run(const std::string& name, const Family& fam, const topology::Fabric& fabr
   row.gpus = static_cast<int>(p.tasks.size());
   row.topo = p.cost.seconds;
   row.block = p.block_cost.seconds;
+  row.searched = p.searched_seconds;
+  row.searched_split = p.searched_split;
+  row.block_split = p.block_split;
+  for (const auto& s : p.splits) {
+    if (s.dim != "tp") continue;
+    row.tp_groups = s.groups;
+    row.tp_split = s.split;
+    row.tp_avoidable = s.split - s.forced;
+  }
   {
     // The bound with whole cuts (plan() leaves them out to stay fast; the targets use the tighter).
     const Instance inst = make_instance(fabric, nodes, r);
@@ -1059,11 +1074,26 @@ int main(int argc, char** argv) {
   if (!rows.empty()) {
     std::vector<double> t_lb, all_gain;
     int worse_than_block = 0, scotch_n = 0, scotch_ok = 0, scotch_slower = 0, bound_above = 0;
+    // Counted on what the search found, before plan()'s guard falls back to block: worse where
+    // block keeps the fast-domain rule as well; apart, the rows where block is faster only by
+    // splitting groups the rule keeps whole.
+    int searched_worse = 0, block_faster_by_splitting = 0;
+    long long tp_avoidable = 0;
     double scotch_ms = 0, topo_ms = 0;
     for (const auto& r : rows) {
       t_lb.push_back(r.topo / r.lb);
       all_gain.push_back(1 - r.topo / r.block);
       if (r.topo > r.block * (1 + 1e-9)) ++worse_than_block;
+      if (r.searched > r.block * (1 + 1e-9)) {
+        if (r.block_split <= r.searched_split) {
+          ++searched_worse;
+          std::printf("  searched %.6f above block %.6f: %s %s\n", r.searched, r.block,
+                      r.name.c_str(), r.layout.c_str());
+        } else {
+          ++block_faster_by_splitting;
+        }
+      }
+      tp_avoidable += r.tp_avoidable;
       // Every plan scored here is a placement: the bound may be above none of them.
       for (double plan :
            {r.block, r.random, r.scotch, r.topo, r.conf, r.conf_declared, r.best_order}) {
@@ -1085,7 +1115,9 @@ int main(int argc, char** argv) {
     std::printf("\nsummary over %zu instances (%d duplicates removed):\n", rows.size(), duplicates);
     std::printf("  median topo / lower bound        %.4f\n", median(t_lb));
     std::printf("  median saving vs block (all)     %.1f%%\n", 100 * median(all_gain));
-    std::printf("  instances where topo > block     %d\n", worse_than_block);
+    std::printf("  instances where topo > block     %d (block faster only by splitting groups "
+                "the fast-domain rule keeps whole: %d)\n",
+                worse_than_block, block_faster_by_splitting);
     if (all_orders) {
       int scored = 0, at_best = 0;
       for (const auto& r : rows) {
@@ -1109,15 +1141,16 @@ int main(int argc, char** argv) {
         "(block > 1.05 x bound) and the median share of that room topo takes, median topo/bound, "
         "median block/bound; conf = the topology.conf plan re-scored under the true capacities, "
         "over the plan from the true capacities (median, worst):\n");
-    std::printf("  %-15s %5s %8s %9s %8s %8s %8s %8s %8s %8s %8s\n", "class", "n", "saving",
+    std::printf("  %-15s %5s %8s %9s %8s %8s %8s %8s %8s %8s %8s %14s\n", "class", "n", "saving",
                 "room n", "share", "t/LB", "blk/LB", "conf med", "conf max", "decl med",
-                "decl max");
+                "decl max", "tp split/avoid");
     struct ClassLine {
       std::string cls;
       std::size_t n = 0, room_n = 0;
       double saving = 0, share = 0, t_lb = 0, blk_lb = 0, conf_med = 0, conf_max = 0;
       double cap = 0;  // median of (block - bound) / block: no order saves more on the median
       double decl_med = 0, decl_max = 0;
+      long long tp_groups = 0, tp_split = 0, tp_avoidable = 0;  // every allocation kind
     };
     std::vector<ClassLine> lines;
     for (const auto& cls : classes) {
@@ -1135,6 +1168,12 @@ int main(int argc, char** argv) {
       if (gain.empty()) continue;
       ClassLine l;
       l.cls = cls;
+      for (const auto& r : rows) {
+        if (r.cls != cls) continue;
+        l.tp_groups += r.tp_groups;
+        l.tp_split += r.tp_split;
+        l.tp_avoidable += r.tp_avoidable;
+      }
       l.n = gain.size();
       l.room_n = shares.size();
       l.saving = median(gain);
@@ -1147,9 +1186,10 @@ int main(int argc, char** argv) {
       l.decl_med = median(decl);
       l.decl_max = decl.empty() ? 0 : *std::max_element(decl.begin(), decl.end());
       lines.push_back(l);
-      std::printf("  %-15s %5zu %7.1f%% %9zu %7.1f%% %8.4f %8.4f %8.3f %8.3f %8.3f %8.3f\n",
-                  cls.c_str(), l.n, 100 * l.saving, l.room_n, 100 * l.share, l.t_lb, l.blk_lb,
-                  l.conf_med, l.conf_max, l.decl_med, l.decl_max);
+      std::printf(
+          "  %-15s %5zu %7.1f%% %9zu %7.1f%% %8.4f %8.4f %8.3f %8.3f %8.3f %8.3f %6lld/%-6lld\n",
+          cls.c_str(), l.n, 100 * l.saving, l.room_n, 100 * l.share, l.t_lb, l.blk_lb,
+          l.conf_med, l.conf_max, l.decl_med, l.decl_max, l.tp_split, l.tp_avoidable);
     }
     std::vector<double> part_shares;
     std::size_t part_n = 0;
@@ -1191,8 +1231,19 @@ int main(int argc, char** argv) {
         part_shares.size(), part_n);
     std::printf("  %s  topo <= 1.05 x lower bound (median over all %zu): %.4f\n",
                 verdict(median(t_lb) <= 1.05), rows.size(), median(t_lb));
-    std::printf("  %s  topo never worse than block: %d instances worse\n",
-                verdict(worse_than_block == 0), worse_than_block);
+    std::printf(
+        "  %s  topo never worse than block, counted before the fallback to block (where block "
+        "keeps the fast-domain rule as well): %d instances worse\n",
+        verdict(searched_worse == 0), searched_worse);
+    for (const auto& l : lines) {
+      std::printf(
+          "  %s  %s: 0 tp groups split where the step's NVLink domains could hold them whole: "
+          "%lld avoidable (%lld of %lld split in all, the rest forced by hosts lending fewer "
+          "GPUs than tp)\n",
+          verdict(l.tp_avoidable == 0), l.cls.c_str(), l.tp_avoidable, l.tp_split, l.tp_groups);
+    }
+    std::printf("  %s  0 avoidable tp splits over the suite: %lld\n", verdict(tp_avoidable == 0),
+                tp_avoidable);
     std::printf(
         "  %s  lower bound never above a plan scored (block, random, Scotch, topo, conf): "
         "%d instances above\n",

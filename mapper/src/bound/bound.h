@@ -35,8 +35,10 @@ constexpr std::size_t kNoDim = static_cast<std::size_t>(-1);
 // all-to-alls and pipelines on `machine`, whole cuts counting at most `counted` dims. The public
 // lower_bound() (exposed.cc) runs it on a view of the traffic the model's own time never
 // undercuts.
+// `whole` (optional, per dim): dims whose every group lies inside one island in the placements
+// bounded (the fast-domain rule where it keeps every group whole): a bound over those only.
 double routed_bound(const Machine& machine, const Traffic& traffic, bool whole_cuts,
-                    std::size_t counted);
+                    std::size_t counted, const std::vector<char>* whole = nullptr);
 
 // ---- floors.cc: what the bound reads off the machine, and each dim's floors ----
 

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "bound/bound.h"
+#include "domains.h"
 #include "routing.h"
 #include "topoaware/mapper/cost.h"
 #include "topoaware/mapper/layout.h"
@@ -98,6 +99,11 @@ DimFloors dim_floors(const Traffic& t, const DimTraffic& d,
   const long long last = std::min(n, std::max(first, islands));
   double least_latency = std::numeric_limits<double>::infinity();
   double least_time = std::numeric_limits<double>::infinity();
+  // Near the fewest nodes (where a dim's latency is least) every NIC count a node can give the
+  // group is tried and the latency of NCCL's choice taken; further out the least latency of any
+  // algorithm NCCL could pick (cheaper, looser), so that a dim of thousands of groups' nodes
+  // stays fast.
+  constexpr long long kChosenNodes = 32;
   for (const auto& c : classes) {
     for (long long nodes = first; nodes <= last; ++nodes) {
       const long long local = (n + nodes - 1) / nodes;
@@ -114,21 +120,24 @@ DimFloors dim_floors(const Traffic& t, const DimTraffic& d,
       comm.collnet = t.collnet;
       const int most_nics =
           static_cast<int>(std::min<long long>(c.ports, local * c.ports_per_gpu));
-      for (int nics : {1, most_nics}) {
+      const bool near = nodes < first + kChosenNodes;
+      for (int nics = near ? 1 : most_nics; nics <= most_nics; ++nics) {
         comm.nics = nics;
         const nccl::Tuning tuning = nccl::tune(comm, t.nccl);
         const auto fi = static_cast<std::size_t>(func);
-        for (int a = 0; a < nccl::kAlgos; ++a) {
-          for (int p = 0; p < nccl::kProtos; ++p) {
-            if (tuning.bandwidth[fi][static_cast<std::size_t>(a)][static_cast<std::size_t>(p)] >
-                0) {
-              least_latency = std::min(
-                  least_latency,
-                  tuning.latency[fi][static_cast<std::size_t>(a)][static_cast<std::size_t>(p)]);
+        const nccl::Choice ch = nccl::choose(tuning, func, call);
+        if (near) {
+          least_latency = std::min(least_latency, ch.latency_us);
+        } else {
+          for (int a = 0; a < nccl::kAlgos; ++a) {
+            for (int p = 0; p < nccl::kProtos; ++p) {
+              const auto ai = static_cast<std::size_t>(a), pi = static_cast<std::size_t>(p);
+              if (tuning.bandwidth[fi][ai][pi] > 0) {
+                least_latency = std::min(least_latency, tuning.latency[fi][ai][pi]);
+              }
             }
           }
         }
-        const nccl::Choice ch = nccl::choose(tuning, func, call);
         if (nics == most_nics) least_time = std::min(least_time, ch.time_us);
         // Over three nodes or more only Ring (and NVLS) send what the view's ring charges.
         if (nodes >= 3 && ch.algo != nccl::Algo::kRing && ch.algo != nccl::Algo::kNvls) {
@@ -176,6 +185,7 @@ double nvls_speedup(const std::vector<HostClass>& classes, long long island_kmax
 // The traffic the routed bound sees: every counted dim in its view, calls 0 (latency apart).
 Traffic routed_view(const Traffic& t, const std::vector<DimFloors>& floors,
                     const std::vector<char>& keep) {
+  // (The view keeps every dim's size and stride: `whole` below indexes the same dims.)
   Traffic v = t;
   for (std::size_t d = 0; d < v.dims.size(); ++d) {
     DimTraffic& dt = v.dims[d];
@@ -223,12 +233,24 @@ double exposed_bound(const Machine& machine, const Traffic& traffic, bool whole_
   for (const auto& [island, slots] : island_slots) island_kmax = std::max(island_kmax, slots);
   const auto islands = static_cast<long long>(island_slots.size());
   const std::size_t dims = traffic.dims.size();
+  // The dims the fast-domain rule keeps whole everywhere: every level of the rule whose blocks
+  // all fit the islands (domains.h) pins its dims inside them. A group of another dim then has
+  // its members in distinct blocks, so at most island_kmax / (the blocks' size) on one island.
+  std::vector<char> whole(dims, 0);
+  long long block = 1;
+  const DomainRule rule(machine, traffic, traffic.split);
+  for (const auto& level : rule.levels()) {
+    if (level.required < level.blocks) break;
+    for (std::size_t d : level.dims) whole[d] = 1;
+    block = level.unit;
+  }
   std::vector<DimFloors> floors(dims);
   bool nvls = false;
   for (std::size_t d = 0; d < dims; ++d) {
     const DimTraffic& dt = traffic.dims[d];
     if (dt.size <= 1 || dt.bytes <= 0) continue;
-    floors[d] = dim_floors(traffic, dt, classes, island_kmax, islands);
+    const long long kmax = whole[d] ? dt.size : std::max(1LL, island_kmax / block);
+    floors[d] = dim_floors(traffic, dt, classes, std::min(kmax, island_kmax), islands);
     nvls |= floors[d].all_reduce && floors[d].routed;
   }
   // NVLink as fast as NVLS makes an all-reduce (the routing charges an NVLS group's chain over
@@ -256,8 +278,8 @@ double exposed_bound(const Machine& machine, const Traffic& traffic, bool whole_
       nccl_floor += floors[d].time;
     }
   }
-  const double routed_all =
-      routed_bound(view_machine, routed_view(traffic, floors, all), whole_cuts, counted);
+  const double routed_all = routed_bound(view_machine, routed_view(traffic, floors, all),
+                                         whole_cuts, counted, &whole);
   if (traffic.overlap) {
     // Overlapping dims: one bandwidth time, at least every dim's NCCL time; latencies add.
     double slowest = 0;
@@ -266,9 +288,37 @@ double exposed_bound(const Machine& machine, const Traffic& traffic, bool whole_
   }
   double lb = std::max(routed_all + latency - hidden, nccl_floor + hidden_exposed);
   if (any_hidden) {
-    const double routed_visible =
-        routed_bound(view_machine, routed_view(traffic, floors, visible), whole_cuts, counted);
+    const double routed_visible = routed_bound(
+        view_machine, routed_view(traffic, floors, visible), whole_cuts, counted, &whole);
     lb = std::max(lb, routed_visible + visible_latency + hidden_exposed);
+    // Between the two: the exposed part of a hidden dim is convex in its time t, so at least
+    // mu t - c(mu) for every slope mu in [0, 1] (c: its conjugate, the largest mu t - exposed(t),
+    // at a breakpoint). The routed bound of the view with that dim's bytes times mu bounds the
+    // others' times plus mu of its own (loads scale with bytes). Taken at the slopes the exposed
+    // part has between its breakpoints, where the dim is partly hidden.
+    std::size_t hidden_dim = dims;
+    int hidden_dims = 0;
+    for (std::size_t d = 0; d < dims; ++d) {
+      if (!visible[d] && traffic.dims[d].size > 1 && traffic.dims[d].bytes > 0) {
+        hidden_dim = d;
+        ++hidden_dims;
+      }
+    }
+    if (hidden_dims == 1) {
+      const DimTraffic& h = traffic.dims[hidden_dim];
+      std::vector<double> breaks = {0.0};
+      if (h.hidden_share > 0) breaks.push_back(h.hidden_first_s / h.hidden_share);
+      if (h.hidden_share < 1) breaks.push_back(h.hidden_rest_s / (1 - h.hidden_share));
+      for (double mu : {h.hidden_share, 1 - h.hidden_share}) {
+        if (!(mu > 0 && mu < 1)) continue;
+        double conjugate = 0;
+        for (double t : breaks) conjugate = std::max(conjugate, mu * t - exposed_seconds(h, t));
+        Traffic scaled = routed_view(traffic, floors, all);
+        scaled.dims[hidden_dim].bytes *= mu;
+        const double routed = routed_bound(view_machine, scaled, whole_cuts, counted, &whole);
+        lb = std::max(lb, routed + visible_latency + mu * floors[hidden_dim].latency - conjugate);
+      }
+    }
   }
   return std::max(lb, 0.0);
 }

@@ -29,7 +29,7 @@ double overlapped_lower_bound(const Machine& machine, const Traffic& traffic, bo
     one.dims.assign(traffic.dims.size(), DimTraffic{});
     one.dims[d] = dt;
     one.dims[d].calls = 0;
-    slowest = std::max(slowest, routed_bound(machine, one, whole_cuts, counted));
+    slowest = std::max(slowest, routed_bound(machine, one, whole_cuts, counted, nullptr));
     latency += dt.calls * latency_steps(dt) * summary.lat_min * 1e-6;
     const double nd = static_cast<double>(dt.size);
     bytes += dt.pattern == Pattern::kRing
@@ -45,9 +45,11 @@ double overlapped_lower_bound(const Machine& machine, const Traffic& traffic, bo
 }  // namespace
 
 double routed_bound(const Machine& machine, const Traffic& traffic, bool whole_cuts,
-                    std::size_t counted) {
+                    std::size_t counted, const std::vector<char>* whole) {
   if (machine.slots.empty()) return 0;
   if (traffic.overlap) return overlapped_lower_bound(machine, traffic, whole_cuts, counted);
+  // Seconds no placement can take: the floor of a count of members the placements never have.
+  constexpr double kNever = 1e18;
   const BoundMachine summary = bound_machine(machine);
   // Per dim, two families of floors, each combined with the crossing floor (valid for any
   // placement): by_host given the rank's host holds k of its group, by_island given its island
@@ -89,6 +91,21 @@ double routed_bound(const Machine& machine, const Traffic& traffic, bool whole_c
     if (!summary.has_domains) {
       leaves(by_host[d]);
       leaves(by_host_ring[d]);
+    }
+    // A dim whose every group lies inside one island (the fast-domain rule, `whole`) never has
+    // fewer than all its members on the rank's island: no placement the bound covers does.
+    if (whole && d < whole->size() && (*whole)[d]) {
+      auto pin = [&](std::vector<double>& floors) {
+        for (std::size_t k = 1; k <= floors.size() && static_cast<long long>(k) < dt.size; ++k) {
+          floors[k - 1] = kNever;
+        }
+      };
+      pin(by_island[d]);
+      pin(by_island_ring[d]);
+      if (!summary.has_domains) {
+        pin(by_host[d]);
+        pin(by_host_ring[d]);
+      }
     }
   }
   // Take a place (a host, or an island) with c slots and the c ranks S on it. For each dim let

@@ -45,12 +45,14 @@ inline Small small(FatTreeSpec spec, const std::vector<int>& tasks, const std::s
   return s;
 }
 
-// The best evaluate_seconds over every permutation of ranks onto the slots.
+// The best evaluate_seconds over every permutation of ranks onto the slots that keeps the
+// fast-domain rule (rule_shortfall() 0: what plan() searches and lower_bound() bounds).
 inline double brute_force(const Instance& in) {
   std::vector<std::uint32_t> a(in.block_slot.begin(), in.block_slot.end());
   std::sort(a.begin(), a.end());
   double best = std::numeric_limits<double>::infinity();
   do {
+    if (rule_shortfall(in.machine, in.traffic, a) > 0) continue;
     best = std::min(best, evaluate_seconds(in.machine, in.traffic, a));
   } while (std::next_permutation(a.begin(), a.end()));
   return best;

@@ -125,6 +125,9 @@ struct Traffic {
   bool overlap = false;
   nccl::Version nccl;    // the release whose rules pick each group's algorithm
   bool collnet = false;  // NCCL's CollNet (in-network reduction) is enabled
+  // The fast-domain rule (Layout::split): where it keeps every group of a dim whole, the lower
+  // bound is over the placements that do.
+  SplitPolicy split = SplitPolicy::kDomains;
   // NCCL_ALGO as a job may set it: the algorithm every collective runs where the group's shape
   // has it (else NCCL's own choice). Empty: NCCL chooses.
   std::optional<nccl::Algo> nccl_algo;
@@ -160,6 +163,7 @@ struct SplitReport {
   std::string dim;
   long long groups = 0;
   long long split = 0;
+  long long forced = 0;  // groups no plan can keep whole: the step's domains lack the room
   std::string place;  // "host", or "NVLink domain" on steps with multi-host domains
   std::string why;    // empty where none is split
 };
@@ -219,13 +223,20 @@ class IncrementalCost {
   std::unique_ptr<State> s_;
 };
 
-// A lower bound on evaluate_seconds() over every assignment of ranks to the machine's slots:
-// never above the optimum (checked against brute force in tests). docs/mapper.md derives it.
+// A lower bound on evaluate_seconds() over every assignment of ranks to the machine's slots that
+// keeps the fast-domain rule (Traffic::split; every assignment under split=allow): never above
+// that optimum, which is what plan() searches (checked against brute force in tests).
+// docs/mapper.md derives it.
 // `whole_cuts`: also price each crossing place's cut as one set of ranks (docs/mapper.md, "Whole
 // cuts"), tighter where oversubscribed or ECMP tiers split a job (three of its dims counted), at
 // up to about 0.9 s on one core; plan() leaves it out (its bound only stops refinement early),
 // the benchmark and `inspect` take it.
 double lower_bound(const Machine& machine, const Traffic& traffic, bool whole_cuts = true);
+
+// How many blocks short of the fast-domain rule (docs/mapper.md, "Fast domains stay whole") an
+// assignment is under Traffic::split: 0 where it keeps the rule (always under split=allow).
+long long rule_shortfall(const Machine& machine, const Traffic& traffic,
+                         const std::vector<std::uint32_t>& slot_of_rank);
 
 // The bound on the routed part alone (mapper/src/bound/): every resource's load over its
 // bandwidth plus the latency walk, for traffic taken as rings (all-reduces possibly two-node
