@@ -22,30 +22,6 @@
 namespace topoaware::mapper {
 namespace {
 
-// The best evaluate_seconds over every split of the ranks over the hosts, each host's ranks on
-// its slots in rank order. Where a host's GPUs and ports are alike (no rails, one port a GPU,
-// one NVLink speed) a host's loads are the same whichever of its GPUs a rank takes, so this is
-// brute_force() for steps too large to permute: 12 ranks on three hosts of 4 are 34,650 splits.
-double brute_force_hosts(const Instance& in) {
-  const Machine& m = in.machine;
-  std::vector<std::vector<std::uint32_t>> slots(m.hosts.size());
-  for (std::uint32_t s = 0; s < m.slots.size(); ++s) slots[m.slots[s].host].push_back(s);
-  std::vector<std::uint32_t> host_of_rank;
-  for (std::uint32_t h = 0; h < slots.size(); ++h)
-    host_of_rank.insert(host_of_rank.end(), slots[h].size(), h);
-  std::vector<std::uint32_t> a(host_of_rank.size());
-  double best = std::numeric_limits<double>::infinity();
-  do {
-    std::vector<std::size_t> next(slots.size(), 0);
-    for (std::size_t r = 0; r < a.size(); ++r) {
-      const std::uint32_t h = host_of_rank[r];
-      a[r] = slots[h][next[h]++];
-    }
-    best = std::min(best, evaluate_seconds(m, in.traffic, a));
-  } while (std::next_permutation(host_of_rank.begin(), host_of_rank.end()));
-  return best;
-}
-
 // The bound alone against brute force: never above the optimum, and not trivial.
 void expect_bound_at_most_optimum(const Instance& in, const char* name) {
   const double best = brute_force(in);
