@@ -276,10 +276,11 @@ TEST(CostModelTest, OverlappingDimsTakeTheBusiestResourceUnderAllOfThem) {
   for (std::size_t d = 0; d < seq.cost.dims.size(); ++d) {
     EXPECT_DOUBLE_EQ(both.cost.dims[d].seconds, seq.cost.dims[d].seconds);
   }
-  // The bound under overlap stays at most the optimum (brute force) and below the sequential.
+  // The bound under overlap stays at most the optimum (brute force). (It need not stay below the
+  // sequential bound: one after another the step waits only for dp's exposed part, overlapping
+  // the dims model no compute overlap.)
   const double lb = lower_bound(both.in.machine, both.in.traffic);
   EXPECT_LE(lb, brute_force(both.in) * (1 + 1e-12));
-  EXPECT_LE(lb, lower_bound(seq.in.machine, seq.in.traffic));
   Small t = small(tiny(4, 2, 2, 2), {2, 2, 2, 2}, "tp=2,ep=2,pp=2");
   t.request.overlap_dims = true;
   Instance in = make_instance(t.fabric, t.nodes, t.request);
