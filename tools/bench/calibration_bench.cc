@@ -245,7 +245,7 @@ cli::ModeledBusbw run(const Case& c, std::string* built) {
 std::string known_gap(const std::string& id) {
   if (id == "dgx-a100-allreduce-ndv4file") return "gap 1";
   if (id == "h100-32n-allgather-roce") return "gap 4";
-  if (id == "gb200-3xnvl4-tree" || id == "gb200-3xnvl8-tree") return "gap 6";
+  if (id == "gb200-3xnvl4-tree" || id == "gb200-3xnvl8-tree") return "gap 7";
   return "";
 }
 

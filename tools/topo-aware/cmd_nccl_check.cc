@@ -569,6 +569,7 @@ int run_check(const Options& o) {
       bottleneck = model.bottleneck;
       const double ratio = t.busbw > 0 ? model.gbps / t.busbw : 0.0;
       rows.push_back({{"bytes", t.bytes},
+                      {"modeled_algorithm", model.nccl},
                       {"time_us", t.time_us},
                       {"busbw_gbps", t.busbw},
                       {"busbw_with_our_file_gbps", with_ours},
@@ -581,8 +582,10 @@ int run_check(const Options& o) {
     }
     report["allreduce"] = {{"ranks", ranks}, {"rows", rows}, {"model_bottleneck", bottleneck}};
     if (text) {
-      std::printf("  modeled: the cost model's ring on one host of these GPUs; bottleneck %s\n",
-                  bottleneck.c_str());
+      std::printf(
+          "  modeled: the cost model's all-reduce on one host of these GPUs, the algorithm NCCL's "
+          "tuning picks for each size (modeled_algorithm in JSON); bottleneck %s\n",
+          bottleneck.c_str());
     }
   }
   report["dumps"] = o.keep.empty() ? nlohmann::json() : nlohmann::json(dir.path().string());
