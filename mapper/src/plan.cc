@@ -77,8 +77,9 @@ RankPlan plan(const topology::Fabric& fabric,
   // breaks the fast-domain rule where the plan keeps it.
   if (request.algorithm == Algorithm::kTopo) {
     out.searched_seconds = out.cost.seconds;
-    out.searched_split = mapper.score_of(a).split;
-    out.block_split = mapper.score_of(block).split;
+    const internal::DomainRule& rule = mapper.rule();
+    out.searched_split = rule.empty() ? 0 : rule.shortfall(a);
+    out.block_split = rule.empty() ? 0 : rule.shortfall(block);
     if (out.block_split < out.searched_split ||
         (out.block_split == out.searched_split && out.cost.seconds > out.block_cost.seconds)) {
       a = block;

@@ -259,8 +259,13 @@ class CollectiveModel {
   const nccl::Choice& choice(std::size_t dim, nccl::Func func, const nccl::Comm& c) {
     const Key key{dim, c.ranks, c.nodes, c.max_local_ranks, c.nics, c.sm, c.nic_GBps, c.gpu_GBps,
                   c.nvswitch, c.nvlink, c.amd_cpu};
+    // A dim's groups come one after another and mostly share a shape: the last one first.
+    if (last_ && last_->first == key) return last_->second;
     auto it = cache_.find(key);
-    if (it != cache_.end()) return it->second;
+    if (it != cache_.end()) {
+      last_ = &*it;
+      return it->second;
+    }
     const DimTraffic& d = t_.dims[dim];
     nccl::Comm comm = c;
     comm.collnet = t_.collnet;
@@ -272,7 +277,9 @@ class CollectiveModel {
     } catch (const Error&) {
       ch = nccl::choose(tuning, func, call);  // the forced algorithm does not exist here
     }
-    return cache_.emplace(key, ch).first->second;
+    auto at = cache_.emplace(key, ch).first;
+    last_ = &*at;
+    return at->second;
   }
 
   // How much faster than a ring's bytes over the GPUs' links NVLS runs an all-reduce on one node
@@ -302,6 +309,7 @@ class CollectiveModel {
   };
   const Traffic& t_;
   std::map<Key, nccl::Choice> cache_;
+  const std::pair<const Key, nccl::Choice>* last_ = nullptr;
   std::map<std::tuple<int, int, double, bool>, double> speedup_;
 };
 
@@ -371,7 +379,7 @@ GroupCost route_group(const Machine& m, const ResourceIndex& res, const Traffic&
     // PXN relays: the group's member on the sender's host with the receiver's NVML index.
     auto& rel = scratch.relay;
     rel.clear();
-    for (long long i = 0; i < n; ++i) {
+    for (long long i = 0; n > 16 && i < n; ++i) {
       const Slot& s = m.slots[members[i]];
       rel.push_back(((static_cast<std::uint64_t>(s.host) << 32 | static_cast<std::uint32_t>(s.gpu))
                      << 24) |
@@ -379,9 +387,17 @@ GroupCost route_group(const Machine& m, const ResourceIndex& res, const Traffic&
     }
     std::sort(rel.begin(), rel.end());
     auto relay_of = [&](std::uint32_t a, std::uint32_t b) -> std::uint32_t {
-      const std::uint64_t key = (static_cast<std::uint64_t>(m.slots[a].host) << 32 |
-                                 static_cast<std::uint32_t>(m.slots[b].gpu))
-                                << 24;
+      const std::uint32_t host = m.slots[a].host;
+      const int gpu = m.slots[b].gpu;
+      if (n <= 16) {  // a scan beats sorting on the small groups most dims have
+        for (long long i = 0; i < n; ++i) {
+          const Slot& s = m.slots[members[i]];
+          if (s.host == host && s.gpu == gpu) return members[i];
+        }
+        return kOwnNics;
+      }
+      const std::uint64_t key =
+          (static_cast<std::uint64_t>(host) << 32 | static_cast<std::uint32_t>(gpu)) << 24;
       auto it = std::lower_bound(rel.begin(), rel.end(), key);
       if (it == rel.end() || (*it >> 24) != (key >> 24)) return kOwnNics;
       return members[*it & 0xffffffu];
@@ -429,11 +445,13 @@ GroupCost route_group(const Machine& m, const ResourceIndex& res, const Traffic&
   for (std::size_t h = 0; h < nodes; ++h) {
     auto& here = scratch.by_port[h];
     here = hg.members[h];
-    std::sort(here.begin(), here.end(), [&](std::uint32_t x, std::uint32_t y) {
-      const Slot& sx = m.slots[x];
-      const Slot& sy = m.slots[y];
-      return std::tie(sx.host, sx.port, sx.gpu) < std::tie(sy.host, sy.port, sy.gpu);
-    });
+    if (here.size() > 1) {
+      std::sort(here.begin(), here.end(), [&](std::uint32_t x, std::uint32_t y) {
+        const Slot& sx = m.slots[x];
+        const Slot& sy = m.slots[y];
+        return std::tie(sx.host, sx.port, sx.gpu) < std::tie(sy.host, sy.port, sy.gpu);
+      });
+    }
     comm.max_local_ranks = std::max(comm.max_local_ranks, static_cast<int>(here.size()));
     auto& ports = scratch.ports;
     ports.clear();
@@ -451,8 +469,11 @@ GroupCost route_group(const Machine& m, const ResourceIndex& res, const Traffic&
         comm.nic_GBps = std::min(comm.nic_GBps, m.port_gbps[p]);
       }
     }
-    std::sort(ports.begin(), ports.end());
-    const auto distinct = std::unique(ports.begin(), ports.end()) - ports.begin();
+    std::ptrdiff_t distinct = static_cast<std::ptrdiff_t>(ports.size());
+    if (ports.size() > 1) {
+      std::sort(ports.begin(), ports.end());
+      distinct = std::unique(ports.begin(), ports.end()) - ports.begin();
+    }
     comm.nics = std::min(comm.nics, static_cast<int>(std::max<std::ptrdiff_t>(1, distinct)));
   }
   if (comm.nic_GBps > 1e29) comm.nic_GBps = 0;
