@@ -438,6 +438,10 @@ double rescore(const Instance& truth, const RankPlan& p) {
   return evaluate_seconds(truth.machine, truth.traffic, plan_slots(truth, p));
 }
 
+// --allow-split: every instance with split=allow (the model may split groups the fast-domain rule
+// keeps whole), to see what the rule costs.
+bool g_allow_split = false;
+
 Row run(const std::string& name, const Family& fam, const topology::Fabric& fabric,
         const topology::NodeTopology& node, const Allocation& a, const std::string& layout,
         Alloc alloc, bool with_scotch, bool detail, long long moves,
@@ -448,6 +452,7 @@ Row run(const std::string& name, const Family& fam, const topology::Fabric& fabr
   r.hosts = a.hosts;
   r.tasks_per_host = a.tasks_per_host;
   r.layout = parse_layout(layout);
+  if (g_allow_split) r.layout.split = SplitPolicy::kAllow;
   std::vector<const topology::NodeTopology*> nodes(r.hosts.size(), &node);
   Row row;
   row.name = name;
@@ -784,6 +789,8 @@ int main(int argc, char** argv) {
       detail = true;
     else if (!std::strcmp(argv[i], "--all-orders"))
       all_orders = true;
+    else if (!std::strcmp(argv[i], "--allow-split"))
+      g_allow_split = true;
     else if (!std::strcmp(argv[i], "--moves") && i + 1 < argc)
       moves = std::atoll(argv[++i]);
     else if (!std::strcmp(argv[i], "--quick"))
