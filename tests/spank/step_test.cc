@@ -4,6 +4,7 @@
 // which srun and every node refuse alike under either policy.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <iterator>
 #include <set>
 #include <sstream>

@@ -5,6 +5,7 @@
 // characters per value (nccl_xml_writer.cc gives NCCL's sources).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
