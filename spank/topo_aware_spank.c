@@ -25,6 +25,20 @@
 
 SPANK_PLUGIN(topo-aware, 1)
 
+/* Slurm 23.11 changed two calls made here: hostlist_t became the struct itself, its functions
+ * taking a hostlist_t *, and slurm_kill_job_step gained a flags argument (Debian 12 ships 22.05,
+ * Debian 13 24.11). 25.11 changed slurm_kill_job_step again (a slurm_step_id_t *) and 26.05
+ * slurm_load_job; those releases are refused here rather than compiled into a wrong call. */
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(25, 11, 0)
+#error "topo-aware: the SPANK plugin builds against Slurm 22.05 to 25.05 only so far; configure with -DTOPOAWARE_BUILD_SPANK=OFF"
+#elif SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(23, 11, 0)
+typedef hostlist_t *ta_hostlist;
+#define ta_kill_step(job_id, step_id, sig) slurm_kill_job_step((job_id), (step_id), (sig), 0)
+#else
+typedef hostlist_t ta_hostlist;
+#define ta_kill_step(job_id, step_id, sig) slurm_kill_job_step((job_id), (step_id), (sig))
+#endif
+
 #define TA_ERRLEN 1024
 #define TA_BATCH_STEP 0xfffffffbu       /* SLURM_BATCH_SCRIPT */
 #define TA_EXTERN_STEP 0xfffffffcu      /* SLURM_EXTERN_CONT */
@@ -182,7 +196,7 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av) {
 
 /* Expands a Slurm hostlist into newline-separated names (malloc'd), or NULL. */
 static char *expand_hosts(const char *list) {
-  hostlist_t hl;
+  ta_hostlist hl;
   char *host, *out = NULL;
   size_t len = 0;
   if (list == NULL || *list == '\0') return NULL;
@@ -429,7 +443,7 @@ report:
      * it. Under either policy the whole step is stopped, by the node that knows why. */
     slurm_error("topo-aware: %s: %s; failing the step, whose nodes would run different plans",
                 host, remote.reason);
-    if (slurm_kill_job_step(step.job_id, step_id, SIGKILL) != SLURM_SUCCESS) {
+    if (ta_kill_step(step.job_id, step_id, SIGKILL) != SLURM_SUCCESS) {
       slurm_error("topo-aware: %s: cannot cancel step %u.%u", host, step.job_id, step_id);
     }
   } else if (ta_fail_closed()) {
