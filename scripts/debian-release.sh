@@ -23,7 +23,8 @@ topoaware_release() {
     debian:bookworm) release_name="Debian 12 (bookworm)"; llvm=14 ;;
     # Slurm 24.11, GCC 14, clang 19, torch 2.6, Scotch 7.0.7.
     debian:trixie) release_name="Debian 13 (trixie)"; llvm=19 ;;
-    # Testing: Slurm 25.11, GCC 15, clang 21 as of this table; names rechecked when it moves.
+    # Testing, as of this table (archive of 2026-10-30): Slurm 26.05, GCC 16, clang 21, torch
+    # 2.14, Scotch 7.0.12, no hyperfine. Names rechecked when it moves.
     debian:forky) release_name="Debian 14 (forky, testing)"; llvm=21 ;;
     *)
       echo "topo-aware: ${PRETTY_NAME:-$ID $release} (from $file) is not a release these scripts" \
@@ -32,7 +33,9 @@ topoaware_release() {
       return 1 ;;
   esac
   # The same names on every release listed (Slurm's daemons and header, torch, mpi4py, Scotch's
-  # development package); the sanitizer toolchain is the one that moves with the release.
+  # development package); the sanitizer toolchain is the one that moves with the release, and
+  # forky has no hyperfine (tools/bench/launch_overhead.sh skips without it).
   release_pkgs_test=(libslurm-dev slurmctld slurmd slurm-client munge python3-torch
                      python3-mpi4py openmpi-bin libscotch-dev "clang-$llvm" "libclang-rt-$llvm-dev")
+  [ "$release" = forky ] || release_pkgs_test+=(hyperfine)
 }

@@ -13,6 +13,10 @@
 #   scripts/debroot.sh run DIR [-b PATH]... -- CMD... run CMD as root inside DIR, with this source
 #                                                     tree (and ../shared beside it) at the same
 #                                                     path, and each PATH given bound too
+# Inside a root, the tree's build/ is the root's own (DIR/var/cache/topo-aware/build, kept between
+# runs): build/release there is never the host's build/release, and the roots stay out of sight.
+# /tmp is a fresh tmpfs each run, so whatever a command starts there (the lab) lives and ends
+# within that one run.
 # SUITE: bookworm (12), trixie (13), forky (14). DEBROOT_MIRROR overrides the mirror.
 # Needs root and debootstrap (scripts/deps.sh test installs it).
 set -euo pipefail
@@ -44,8 +48,9 @@ script_for() {
 }
 
 # Runs CMD in DIR with the mounts it needs, in a mount namespace of its own (nothing leaks to the
-# host, nothing to unmount by hand). Extra binds: absolute host paths, mounted at the same path.
-in_root() {  # dir, binds (newline-separated), cmd...
+# host, nothing to unmount by hand). Binds: lines "SOURCE<tab>TARGET", TARGET inside the root,
+# in order (a later one may cover part of an earlier one).
+in_root() {  # dir, binds, cmd...
   local dir=$1 binds=$2; shift 2
   unshare --mount --propagation private -- bash -s "$dir" "$binds" "$@" <<'EOF'
 set -euo pipefail
@@ -55,10 +60,10 @@ mount --rbind /sys "$dir/sys"
 mount --rbind /dev "$dir/dev"
 mount -t tmpfs tmpfs "$dir/tmp"
 mkdir -p "$dir/run/netns"
-while IFS= read -r b; do
-  [ -n "$b" ] || continue
-  mkdir -p "$dir$b"
-  mount --bind "$b" "$dir$b"
+while IFS=$'\t' read -r src dst; do
+  [ -n "$src" ] || continue
+  mkdir -p "$src" "$dir$dst"
+  mount --bind "$src" "$dir$dst"
 done <<< "$binds"
 cp -fL /etc/resolv.conf "$dir/etc/resolv.conf" 2>/dev/null || true
 exec chroot "$dir" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
@@ -95,6 +100,11 @@ $(tail -5 "$dir.debootstrap.log")"
     printf 'APT::Install-Recommends "false";\nAPT::Install-Suggests "false";\n' \
       >"$dir.partial/etc/apt/apt.conf.d/90topo-aware"
     echo "deb $m $suite main" >"$dir.partial/etc/apt/sources.list"
+    # A testing suite's Release file carries a Valid-Until a week or so ahead; this machine's
+    # clock can be past that of the archive it reaches (forky's: "expired (invalid since 30d)").
+    # Signatures are still checked; only the freshness date is not.
+    [ "$suite" = forky ] && echo 'Acquire::Check-Valid-Until "false";' \
+      >>"$dir.partial/etc/apt/apt.conf.d/90topo-aware"
     echo "$suite" >"$dir.partial/.debroot"
     rm -rf "$dir"
     mv "$dir.partial" "$dir"
@@ -115,17 +125,21 @@ $(tail -5 "$dir.debootstrap.log")"
 run() {  # dir, [-b path]..., --, cmd...
   local dir=$1; shift
   [ -f "$dir/.debroot" ] || die "$dir is not a root made by debroot.sh create"
-  local binds=$here
-  [ -d "$here/../shared" ] && binds+=$'\n'$(cd "$here/../shared" && pwd)
+  dir=$(cd "$dir" && pwd)
+  local binds=$here$'\t'$here p
+  binds+=$'\n'$dir/var/cache/topo-aware/build$'\t'$here/build
+  if [ -d "$here/../shared" ]; then
+    p=$(cd "$here/../shared" && pwd); binds+=$'\n'$p$'\t'$p
+  fi
   while [ $# -gt 0 ] && [ "$1" != "--" ]; do
     case "$1" in
-      -b) [ $# -ge 2 ] || usage; binds+=$'\n'$(cd "$2" && pwd); shift 2 ;;
+      -b) [ $# -ge 2 ] || usage; p=$(cd "$2" && pwd); binds+=$'\n'$p$'\t'$p; shift 2 ;;
       *) usage ;;
     esac
   done
   [ $# -ge 2 ] || usage
   shift
-  in_root "$(cd "$dir" && pwd)" "$binds" "$@"
+  in_root "$dir" "$binds" "$@"
 }
 
 cmd=$1; shift

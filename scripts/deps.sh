@@ -20,7 +20,7 @@ want=(cmake ninja-build g++ pkg-config libhwloc-dev hwloc libtomlplusplus-dev li
 # python3-torch (torch.distributed, torchrun), python3-mpi4py and openmpi-bin: the real clients
 # the end-to-end test launches (Slurm's mpi_pmix comes with slurmd). clang and its runtime: the
 # fuzz build. debootstrap: the Debian 13 stage of scripts/test.sh (scripts/debroot.sh).
-[ "$set_" = build ] || want+=("${release_pkgs_test[@]}" iproute2 util-linux hyperfine graphviz
+[ "$set_" = build ] || want+=("${release_pkgs_test[@]}" iproute2 util-linux graphviz
                                debootstrap)
 if [ $list -eq 1 ]; then printf '%s\n' "${want[@]}"; exit 0; fi
 missing=()
