@@ -2,7 +2,12 @@
 // re-routes only the groups of the ranks it moves. Routing is routing.h's, the same as the full
 // evaluation's.
 #include <algorithm>
+#include <cstdint>
 #include <limits>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "routing.h"
 #include "topoaware/mapper/cost.h"

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <set>
+#include <system_error>
 
 namespace topoaware::mapper {
 namespace {

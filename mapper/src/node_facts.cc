@@ -1,7 +1,9 @@
 #include "node_facts.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
+#include <utility>
 
 #include "topoaware/topology/error.h"
 #include "topoaware/topology/paths.h"

@@ -9,6 +9,8 @@
 #include <array>
 #include <cctype>
 #include <cmath>
+#include <iterator>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <optional>

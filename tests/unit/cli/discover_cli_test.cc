@@ -3,6 +3,7 @@
 // outputs for real captures (regenerate with UPDATE_GOLDEN=1 after a deliberate change).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
