@@ -3,7 +3,8 @@
 # checked against that release's archive (apt-cache policy inside a debootstrap root); nothing is
 # guessed at install time. A release not listed is refused by name, with the list.
 # Sets: release (codename), release_name, llvm (the clang whose libFuzzer and sanitizer runtimes
-# the fuzz build uses), and release_pkgs_test (the names of the test set that differ by release).
+# the fuzz build uses), release_pkgs_unit and release_pkgs_test (scripts/deps.sh's sets beyond
+# the names every release shares).
 # TOPOAWARE_OS_RELEASE reads another os-release file (the refusal's test uses it).
 # shellcheck shell=bash
 
@@ -32,10 +33,11 @@ topoaware_release() {
            "distribution install the equivalents of scripts/deps.sh's lists by hand." >&2
       return 1 ;;
   esac
-  # The same names on every release listed (Slurm's daemons and header, torch, mpi4py, Scotch's
-  # development package); the sanitizer toolchain is the one that moves with the release, and
+  # The same names on every release listed (Slurm's header and daemons, Scotch's development
+  # package, torch, mpi4py); the sanitizer toolchain is the one that moves with the release, and
   # forky has no hyperfine (tools/bench/launch_overhead.sh skips without it).
-  release_pkgs_test=(libslurm-dev slurmctld slurmd slurm-client munge python3-torch
-                     python3-mpi4py openmpi-bin libscotch-dev "clang-$llvm" "libclang-rt-$llvm-dev")
+  release_pkgs_unit=(libslurm-dev libscotch-dev "clang-$llvm" "libclang-rt-$llvm-dev")
+  release_pkgs_test=(slurmctld slurmd slurm-client munge python3-torch python3-mpi4py
+                     openmpi-bin)
   [ "$release" = forky ] || release_pkgs_test+=(hyperfine)
 }
