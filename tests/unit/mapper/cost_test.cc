@@ -1217,11 +1217,13 @@ Evaluated evaluated(const Small& s, std::vector<int> bound_gpu = {}) {
   return e;
 }
 
-const DimTraffic& dim(const Instance& in, const std::string& name) {
+// `name` as const char*: a std::string temporary bound to a reference parameter of a function
+// returning a reference is GCC 13+'s -Wdangling-reference (fabric_test_support.h's host()).
+const DimTraffic& dim(const Instance& in, const char* name) {
   for (const auto& d : in.traffic.dims) {
     if (d.name == name) return d;
   }
-  throw std::runtime_error("no dim " + name);
+  throw std::runtime_error(std::string("no dim ") + name);
 }
 
 }  // namespace model
