@@ -55,6 +55,10 @@ in_root() {  # dir, binds, cmd...
   unshare --mount --propagation private -- bash -s "$dir" "$binds" "$@" <<'EOF'
 set -euo pipefail
 dir=$1 binds=$2; shift 2
+# The root its own mount point: inside, `unshare --mount` (the lab gives each slurmd its own
+# mount namespace) changes the propagation of /, which fails with EINVAL where / is a plain
+# directory of the host's filesystem.
+mount --bind "$dir" "$dir"
 mount -t proc proc "$dir/proc"
 mount --rbind /sys "$dir/sys"
 mount --rbind /dev "$dir/dev"
@@ -65,7 +69,10 @@ while IFS=$'\t' read -r src dst; do
   mkdir -p "$src" "$dir$dst"
   mount --bind "$src" "$dir$dst"
 done <<< "$binds"
+# This machine's name resolution, as a real install of it would have (munged looks its
+# hostname up).
 cp -fL /etc/resolv.conf "$dir/etc/resolv.conf" 2>/dev/null || true
+cp -fL /etc/hosts "$dir/etc/hosts" 2>/dev/null || true
 exec chroot "$dir" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
   HOME=/root LANG=C.UTF-8 TERM="${TERM:-dumb}" CI="${CI:-}" JOBS="${JOBS:-}" "$@" </dev/null
 EOF
