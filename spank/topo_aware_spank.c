@@ -63,7 +63,15 @@ static struct {
                       * task_init acts on it */
   uint32_t node_id;
   char reason[TA_ERRLEN];
-} remote = {-1, 0, 0, ""};
+  /* Slurm RPCs user_init needs, made from task_init instead: slurmstepd runs user_init with the
+   * job's privileges and Slurm's auth lock held for writing (auth_setuid_lock, 24.11 as
+   * Debian 13 ships it), so an RPC there dies in auth_g_create ("pthread_rwlock_rdlock():
+   * Resource deadlock avoided", a fatal() that kills the step). task_init runs with the lock
+   * released; each task's process makes them, the node's first task speaks. */
+  int master_pending; /* resolve MASTER_ADDR through slurmctld */
+  int kill_pending;   /* cancel the step (TA_EDISAGREE) */
+  uint32_t job_id, step_id;
+} remote = {-1, 0, 0, "", 0, 0, 0, 0};
 
 /* A SPEC for a message: a long one (a 30 KB layout pasted by mistake) is cut, saying so. */
 static const char *spec_for_message(const char *spec) {
@@ -289,7 +297,7 @@ static void remember_failure(const char *reason, int kind) {
 /* Rank 0's host as tasks can reach it: its name where the name resolves here (no RPC; the
  * common case), else the address Slurm reaches it at (slurm.conf NodeAddr, one RPC per node
  * and step), else the name, with a warning: a rendezvous on it would hang. */
-static void resolve_master(void) {
+static void resolve_master(int tell) {
   const char *master = ta_step_unresolved_master();
   node_info_msg_t *nodes = NULL;
   char addr[256] = "";
@@ -300,7 +308,7 @@ static void resolve_master(void) {
       snprintf(addr, sizeof addr, "%s", nodes->node_array[0].node_addr);
     }
     if (nodes != NULL) slurm_free_node_info_msg(nodes);
-    if (addr[0] == '\0' && remote.node_id == 0) {
+    if (addr[0] == '\0' && tell && remote.node_id == 0) {
       slurm_spank_log("topo-aware: warning: MASTER_ADDR=%s does not resolve and Slurm gives no "
                       "other address for it",
                       master);
@@ -420,7 +428,7 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av) {
   doctor = ta_step_doctor(host);
   if (doctor != NULL) slurm_spank_log("topo-aware: warning: %s", doctor);
   if (rc == TA_OK) {
-    resolve_master();
+    remote.master_pending = 1;
     clock_gettime(CLOCK_MONOTONIC, &t1);
     getrusage(RUSAGE_SELF, &usage1);
     slurm_info("topo-aware: step %u.%u planned on %s in %.1f ms, peak RSS %ld KiB (+%ld KiB)",
@@ -429,7 +437,7 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av) {
                usage1.ru_maxrss, usage1.ru_maxrss - usage0.ru_maxrss);
     return 0;
   }
-  if (rc == TA_ENODE) resolve_master(); /* the plan stands on this node too */
+  if (rc == TA_ENODE) remote.master_pending = 1; /* the plan stands on this node too */
   remember_failure(err, rc);
 
 report:
@@ -443,9 +451,9 @@ report:
      * it. Under either policy the whole step is stopped, by the node that knows why. */
     slurm_error("topo-aware: %s: %s; failing the step, whose nodes would run different plans",
                 host, remote.reason);
-    if (ta_kill_step(step.job_id, step_id, SIGKILL) != SLURM_SUCCESS) {
-      slurm_error("topo-aware: %s: cannot cancel step %u.%u", host, step.job_id, step_id);
-    }
+    remote.kill_pending = 1;
+    remote.job_id = step.job_id;
+    remote.step_id = step_id;
   } else if (ta_fail_closed()) {
     slurm_info("topo-aware: %s (policy fail-closed)", remote.reason);
   } else if (remote.failed == TA_ENODE) {
@@ -477,6 +485,10 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av) {
   spank_get_item(sp, S_TASK_ID, &local);
   /* Slurm drops a user_init failure; from task_init it fails the task and srun's exit code. */
   /* Told once: by node 0 (request) or by the node that disagrees. */
+  if (remote.kill_pending && local == 0 &&
+      ta_kill_step(remote.job_id, remote.step_id, SIGKILL) != SLURM_SUCCESS) {
+    slurm_error("topo-aware: cannot cancel step %u.%u", remote.job_id, remote.step_id);
+  }
   if (remote.failed == TA_EREQUEST || remote.failed == TA_EDISAGREE) return -1;
   if (remote.failed && (remote.failed != TA_ENODE || ta_fail_closed())) {
     if (!ta_fail_closed()) return 0;
@@ -484,6 +496,7 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av) {
     return -1;
   }
   if (!ta_step_ready()) return 0;
+  if (remote.master_pending) resolve_master(local == 0);
   if (spank_get_item(sp, S_TASK_GLOBAL_ID, &task) != ESPANK_SUCCESS) {
     slurm_error("topo-aware: %s: global task id not available", __func__);
     return ta_fail_closed() ? -1 : 0;
