@@ -220,12 +220,6 @@ std::vector<DimTraffic> default_traffic(const Layout& layout) {
   std::vector<DimTraffic> out;
   long long stride = 1;
   for (const auto& d : layout.dims) {
-    DimTraffic t;
-    t.name = d.name;
-    t.size = std::max(d.size, 1);
-    t.stride = stride;
-    t.pattern = d.pattern;
-    t.all_reduce = d.pattern == Pattern::kRing && d.name != "cp";
     double bytes = 0, calls = 0;
     if (d.name == "tp") {
       // Two all-reduces (or reduce-scatter + all-gather) forward and two backward per layer,
@@ -256,11 +250,18 @@ std::vector<DimTraffic> default_traffic(const Layout& layout) {
       bytes = stage_layers * mb * act / (tp * cp);
       calls = stage_layers * mb;
     }
-    t.bytes = d.bytes_per_step > 0 ? d.bytes_per_step : bytes;
-    t.calls = d.calls_per_step > 0 ? d.calls_per_step : calls;
-    if (t.size == 1) t.bytes = 0;
-    out.push_back(std::move(t));
-    stride *= std::max(d.size, 1);
+    // Built whole, not field by field into a default-constructed one: GCC 16 took the latter
+    // for a read of an uninitialized `pattern` (-Wmaybe-uninitialized, an error under -Werror).
+    const int size = std::max(d.size, 1);
+    if (d.bytes_per_step > 0) bytes = d.bytes_per_step;
+    out.push_back(DimTraffic{.name = d.name,
+                             .size = size,
+                             .stride = stride,
+                             .pattern = d.pattern,
+                             .bytes = size == 1 ? 0 : bytes,
+                             .calls = d.calls_per_step > 0 ? d.calls_per_step : calls,
+                             .all_reduce = d.pattern == Pattern::kRing && d.name != "cp"});
+    stride *= size;
   }
   return out;
 }
