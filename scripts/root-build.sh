@@ -28,8 +28,8 @@ if [ "${1:-}" = "--here" ]; then
     /usr/include/slurm/slurm_version.h)
   if [ $((slurm)) -ge $((0x190b00)) ]; then
     spank=OFF
-    echo "$me: Slurm $((slurm >> 16)).$(((slurm >> 8) & 255)) headers: the plugin is not built" \
-         "here (it builds against 22.05 to 25.05; issue 35)"
+    printf '%s: Slurm %d.%02d headers: no plugin here (it builds against 22.05 to 25.05; issue 35)\n' \
+      "$me" $((slurm >> 16)) $(((slurm >> 8) & 255))
   fi
   dir=build/$compiler
   "$CXX" --version | head -1
