@@ -50,7 +50,9 @@ scripts/fuzz.sh "${FUZZ_SECONDS:-10}"
 # shellcheck source=scripts/debian-release.sh
 . scripts/debian-release.sh
 topoaware_release
-suites=${TOPOAWARE_ROOT_SUITES-$([ "$release" = bookworm ] && echo trixie)}
+default_suites=""
+[ "$release" = bookworm ] && default_suites=trixie
+suites=${TOPOAWARE_ROOT_SUITES-$default_suites}
 for suite in $suites; do
   echo "== $suite root: whole tree with its GCC, unit tests (scripts/root-build.sh)"
   t0=$SECONDS
