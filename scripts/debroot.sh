@@ -10,9 +10,9 @@
 # Usage:
 #   scripts/debroot.sh create SUITE DIR [PACKAGE...]  make DIR (if not there yet) as a SUITE root
 #                                                     and install the packages it lacks
-#   scripts/debroot.sh run DIR [-b PATH]... -- CMD... run CMD as root inside DIR, with this source
-#                                                     tree (and ../shared beside it) at the same
-#                                                     path, and each PATH given bound too
+#   scripts/debroot.sh run DIR [-b PATH]... -- CMD... run CMD as root inside DIR, in this source
+#                                                     tree (mounted at the same path, ../shared
+#                                                     beside it), each PATH given bound too
 # Inside a root, the tree's build/ is the root's own (DIR/var/cache/topo-aware/build, kept between
 # runs): build/release there is never the host's build/release, and the roots stay out of sight.
 # /tmp is a fresh tmpfs each run, so whatever a command starts there (the lab) lives and ends
@@ -50,11 +50,11 @@ script_for() {
 # Runs CMD in DIR with the mounts it needs, in a mount namespace of its own (nothing leaks to the
 # host, nothing to unmount by hand). Binds: lines "SOURCE<tab>TARGET", TARGET inside the root,
 # in order (a later one may cover part of an earlier one).
-in_root() {  # dir, binds, cmd...
-  local dir=$1 binds=$2; shift 2
-  unshare --mount --propagation private -- bash -s "$dir" "$binds" "$@" <<'EOF'
+in_root() {  # dir, binds, working directory inside, cmd...
+  local dir=$1 binds=$2 cwd=$3; shift 3
+  unshare --mount --propagation private -- bash -s "$dir" "$binds" "$cwd" "$@" <<'EOF'
 set -euo pipefail
-dir=$1 binds=$2; shift 2
+dir=$1 binds=$2 cwd=$3; shift 3
 # The root its own mount point: inside, `unshare --mount` (the lab gives each slurmd its own
 # mount namespace) changes the propagation of /, which fails with EINVAL where / is a plain
 # directory of the host's filesystem.
@@ -73,7 +73,7 @@ done <<< "$binds"
 # hostname up).
 cp -fL /etc/resolv.conf "$dir/etc/resolv.conf" 2>/dev/null || true
 cp -fL /etc/hosts "$dir/etc/hosts" 2>/dev/null || true
-exec chroot "$dir" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+exec chroot "$dir" /usr/bin/env -i -C "$cwd" PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
   HOME=/root LANG=C.UTF-8 TERM="${TERM:-dumb}" CI="${CI:-}" JOBS="${JOBS:-}" "$@" </dev/null
 EOF
 }
@@ -125,7 +125,7 @@ $(tail -5 "$dir.debootstrap.log")"
   done
   [ ${#missing[@]} -eq 0 ] && return 0
   echo "$me: installing in the $suite root: ${missing[*]}" >&2
-  in_root "$dir" "" sh -c 'export DEBIAN_FRONTEND=noninteractive; apt-get update -qq &&
+  in_root "$dir" "" / sh -c 'export DEBIAN_FRONTEND=noninteractive; apt-get update -qq &&
     apt-get install -y -qq "$@" >/dev/null' sh "${missing[@]}"
 }
 
@@ -146,7 +146,7 @@ run() {  # dir, [-b path]..., --, cmd...
   done
   [ $# -ge 2 ] || usage
   shift
-  in_root "$dir" "$binds" "$@"
+  in_root "$dir" "$binds" "$here" "$@"
 }
 
 cmd=$1; shift
