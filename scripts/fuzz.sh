@@ -13,9 +13,16 @@ shift || true
 jobs=${FUZZ_JOBS:-2}
 build=build/fuzz
 shared=${TOPOAWARE_SHARED_DIR:-$here/../shared}
-cxx=${FUZZ_CXX:-clang++-14}
-cc=${FUZZ_CC:-clang-14}
-command -v "$cxx" >/dev/null || { echo "topo-aware: fuzz.sh: $cxx not found (apt-get install clang-14 libclang-rt-14-dev)" >&2; exit 1; }
+# The clang this release ships (scripts/debian-release.sh; scripts/deps.sh test installs it);
+# FUZZ_CXX/FUZZ_CC choose another, and then the release need not be one the table knows.
+if [ -z "${FUZZ_CXX:-}" ] || [ -z "${FUZZ_CC:-}" ]; then
+  # shellcheck source=scripts/debian-release.sh
+  . "$here/scripts/debian-release.sh"
+  topoaware_release || exit 1
+fi
+cxx=${FUZZ_CXX:-clang++-$llvm}
+cc=${FUZZ_CC:-clang-$llvm}
+command -v "$cxx" >/dev/null || { echo "topo-aware: fuzz.sh: $cxx not found (scripts/deps.sh test installs it)" >&2; exit 1; }
 
 if [ ! -f "$build/build.ninja" ]; then
   CXX=$cxx CC=$cc cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \

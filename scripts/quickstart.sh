@@ -60,6 +60,14 @@ srun -N"$nodes" -n"$tasks" --topo-aware="$layout" -v bash -c '
     "${LOCAL_RANK:--}" "${TOPO_AWARE_COORDS:--}" "${NCCL_IB_HCA:--}" \
     "$(taskset -cp $$ | sed "s/.*: //")" "${NCCL_TOPO_FILE:--}"' \
   >"$report" 2> >(grep -E 'topo-aware|error' >&2)
+# srun can exit 0 after its step died (Slurm 24.11 did, when slurmstepd failed at launch): the
+# tasks' own lines are the proof that the step ran.
+got=$(wc -l <"$report")
+if [ "$got" -ne "$tasks" ]; then
+  echo "topo-aware: quickstart: $got of $tasks tasks reported; the step did not run" \
+       "(slurmd logs: $TOPO_AWARE_LAB/log/)" >&2
+  exit 1
+fi
 echo
 echo "per-rank plan (sorted by RANK; task = Slurm's SLURM_PROCID):"
 {

@@ -2,7 +2,9 @@
 # The whole test suite, as README's quick start runs it: installs what is missing, then builds
 # and tests twice -- a release build with warnings as errors (unit, CLI golden and real-Slurm
 # end-to-end tests) and an AddressSanitizer+UndefinedBehaviorSanitizer build (unit and CLI tests),
-# then a short pass of every parser's fuzz target (clang, build/fuzz; scripts/fuzz.sh).
+# then a short pass of every parser's fuzz target (clang, build/fuzz; scripts/fuzz.sh); on Debian 12
+# last the whole tree again with Debian 13's GCC in a debootstrap root of it, unit tests included
+# (scripts/root-build.sh; docs/install.md).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
@@ -40,3 +42,20 @@ echo "== fuzz targets, 10 s each (scripts/fuzz.sh)"
 # what crashes or leaks inside hwloc there is a refusal here (docs/fuzzing.md). FUZZ_SKIP="a b"
 # leaves targets out.
 scripts/fuzz.sh "${FUZZ_SECONDS:-10}"
+
+# Debian 13 from Debian 12: GCC 14's -Werror and libstdc++ on the whole tree, its unit tests run
+# there, and scripts/deps.sh proven on that release, every run (a cold root: about a minute to
+# bootstrap and two to install). TOPOAWARE_ROOT_SUITES="trixie forky" adds more, "" none; forky
+# (GCC 16) runs before each release instead (docs/install.md).
+# shellcheck source=scripts/debian-release.sh
+. scripts/debian-release.sh
+topoaware_release
+default_suites=""
+[ "$release" = bookworm ] && default_suites=trixie
+suites=${TOPOAWARE_ROOT_SUITES-$default_suites}
+for suite in $suites; do
+  echo "== $suite root: whole tree with its GCC, unit tests (scripts/root-build.sh)"
+  t0=$SECONDS
+  scripts/root-build.sh "$suite" gcc
+  echo "topo-aware: $suite stage took $((SECONDS - t0)) s"
+done

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <system_error>
+#include <utility>
 
 #include "topoaware/mapper/layout.h"
 #include "topoaware/topology/error.h"

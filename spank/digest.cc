@@ -2,6 +2,7 @@
 #include "digest.h"
 
 #include <cinttypes>
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <set>

@@ -12,12 +12,15 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
-#include <map>
 #include <cerrno>
+#include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <exception>
+#include <map>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
 

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <set>
 #include <sstream>
+#include <utility>
 
 #include "topoaware/topology/error.h"
 #include "topoaware/topology/hostlist.h"

@@ -2,6 +2,7 @@
 #include "summary.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <map>
 #include <set>

@@ -25,6 +25,20 @@
 
 SPANK_PLUGIN(topo-aware, 1)
 
+/* Slurm 23.11 changed two calls made here: hostlist_t became the struct itself, its functions
+ * taking a hostlist_t *, and slurm_kill_job_step gained a flags argument (Debian 12 ships 22.05,
+ * Debian 13 24.11). 25.11 changed slurm_kill_job_step again (a slurm_step_id_t *) and 26.05
+ * slurm_load_job; those releases are refused here rather than compiled into a wrong call. */
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(25, 11, 0)
+#error "topo-aware: the SPANK plugin builds against Slurm 22.05 to 25.05 only so far; configure with -DTOPOAWARE_BUILD_SPANK=OFF"
+#elif SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(23, 11, 0)
+typedef hostlist_t *ta_hostlist;
+#define ta_kill_step(job_id, step_id, sig) slurm_kill_job_step((job_id), (step_id), (sig), 0)
+#else
+typedef hostlist_t ta_hostlist;
+#define ta_kill_step(job_id, step_id, sig) slurm_kill_job_step((job_id), (step_id), (sig))
+#endif
+
 #define TA_ERRLEN 1024
 #define TA_BATCH_STEP 0xfffffffbu       /* SLURM_BATCH_SCRIPT */
 #define TA_EXTERN_STEP 0xfffffffcu      /* SLURM_EXTERN_CONT */
@@ -49,7 +63,15 @@ static struct {
                       * task_init acts on it */
   uint32_t node_id;
   char reason[TA_ERRLEN];
-} remote = {-1, 0, 0, ""};
+  /* Slurm RPCs user_init needs, made from task_init instead: slurmstepd runs user_init with the
+   * job's privileges and Slurm's auth lock held for writing (auth_setuid_lock, 24.11 as
+   * Debian 13 ships it), so an RPC there dies in auth_g_create ("pthread_rwlock_rdlock():
+   * Resource deadlock avoided", a fatal() that kills the step). task_init runs with the lock
+   * released; each task's process makes them, the node's first task speaks. */
+  int master_pending; /* resolve MASTER_ADDR through slurmctld */
+  int kill_pending;   /* cancel the step (TA_EDISAGREE) */
+  uint32_t job_id, step_id;
+} remote = {-1, 0, 0, "", 0, 0, 0, 0};
 
 /* A SPEC for a message: a long one (a 30 KB layout pasted by mistake) is cut, saying so. */
 static const char *spec_for_message(const char *spec) {
@@ -182,7 +204,7 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av) {
 
 /* Expands a Slurm hostlist into newline-separated names (malloc'd), or NULL. */
 static char *expand_hosts(const char *list) {
-  hostlist_t hl;
+  ta_hostlist hl;
   char *host, *out = NULL;
   size_t len = 0;
   if (list == NULL || *list == '\0') return NULL;
@@ -275,7 +297,7 @@ static void remember_failure(const char *reason, int kind) {
 /* Rank 0's host as tasks can reach it: its name where the name resolves here (no RPC; the
  * common case), else the address Slurm reaches it at (slurm.conf NodeAddr, one RPC per node
  * and step), else the name, with a warning: a rendezvous on it would hang. */
-static void resolve_master(void) {
+static void resolve_master(int tell) {
   const char *master = ta_step_unresolved_master();
   node_info_msg_t *nodes = NULL;
   char addr[256] = "";
@@ -286,7 +308,7 @@ static void resolve_master(void) {
       snprintf(addr, sizeof addr, "%s", nodes->node_array[0].node_addr);
     }
     if (nodes != NULL) slurm_free_node_info_msg(nodes);
-    if (addr[0] == '\0' && remote.node_id == 0) {
+    if (addr[0] == '\0' && tell && remote.node_id == 0) {
       slurm_spank_log("topo-aware: warning: MASTER_ADDR=%s does not resolve and Slurm gives no "
                       "other address for it",
                       master);
@@ -406,7 +428,7 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av) {
   doctor = ta_step_doctor(host);
   if (doctor != NULL) slurm_spank_log("topo-aware: warning: %s", doctor);
   if (rc == TA_OK) {
-    resolve_master();
+    remote.master_pending = 1;
     clock_gettime(CLOCK_MONOTONIC, &t1);
     getrusage(RUSAGE_SELF, &usage1);
     slurm_info("topo-aware: step %u.%u planned on %s in %.1f ms, peak RSS %ld KiB (+%ld KiB)",
@@ -415,7 +437,7 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av) {
                usage1.ru_maxrss, usage1.ru_maxrss - usage0.ru_maxrss);
     return 0;
   }
-  if (rc == TA_ENODE) resolve_master(); /* the plan stands on this node too */
+  if (rc == TA_ENODE) remote.master_pending = 1; /* the plan stands on this node too */
   remember_failure(err, rc);
 
 report:
@@ -429,9 +451,9 @@ report:
      * it. Under either policy the whole step is stopped, by the node that knows why. */
     slurm_error("topo-aware: %s: %s; failing the step, whose nodes would run different plans",
                 host, remote.reason);
-    if (slurm_kill_job_step(step.job_id, step_id, SIGKILL) != SLURM_SUCCESS) {
-      slurm_error("topo-aware: %s: cannot cancel step %u.%u", host, step.job_id, step_id);
-    }
+    remote.kill_pending = 1;
+    remote.job_id = step.job_id;
+    remote.step_id = step_id;
   } else if (ta_fail_closed()) {
     slurm_info("topo-aware: %s (policy fail-closed)", remote.reason);
   } else if (remote.failed == TA_ENODE) {
@@ -463,6 +485,10 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av) {
   spank_get_item(sp, S_TASK_ID, &local);
   /* Slurm drops a user_init failure; from task_init it fails the task and srun's exit code. */
   /* Told once: by node 0 (request) or by the node that disagrees. */
+  if (remote.kill_pending && local == 0 &&
+      ta_kill_step(remote.job_id, remote.step_id, SIGKILL) != SLURM_SUCCESS) {
+    slurm_error("topo-aware: cannot cancel step %u.%u", remote.job_id, remote.step_id);
+  }
   if (remote.failed == TA_EREQUEST || remote.failed == TA_EDISAGREE) return -1;
   if (remote.failed && (remote.failed != TA_ENODE || ta_fail_closed())) {
     if (!ta_fail_closed()) return 0;
@@ -470,6 +496,7 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av) {
     return -1;
   }
   if (!ta_step_ready()) return 0;
+  if (remote.master_pending) resolve_master(local == 0);
   if (spank_get_item(sp, S_TASK_GLOBAL_ID, &task) != ESPANK_SUCCESS) {
     slurm_error("topo-aware: %s: global task id not available", __func__);
     return ta_fail_closed() ? -1 : 0;

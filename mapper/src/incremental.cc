@@ -2,8 +2,13 @@
 // re-routes only the groups of the ranks it moves. Routing is routing.h's, the same as the full
 // evaluation's.
 #include <algorithm>
+#include <cstdint>
 #include <limits>
 #include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "routing.h"
 #include "topoaware/mapper/cost.h"

@@ -3,7 +3,10 @@
 #include <toml++/toml.h>
 
 #include <cmath>
+#include <optional>
 #include <sstream>
+#include <string>
+#include <string_view>
 
 #include "topoaware/mapper/layout.h"
 

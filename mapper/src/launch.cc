@@ -3,6 +3,8 @@
 
 #include <charconv>
 #include <set>
+#include <system_error>
+#include <utility>
 
 #include "topoaware/mapper/layout.h"
 

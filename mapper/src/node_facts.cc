@@ -1,8 +1,10 @@
 #include "node_facts.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 
 #include "topoaware/topology/error.h"
 #include "topoaware/topology/paths.h"

@@ -4,6 +4,7 @@
 // NIC = the one sharing the deepest PCIe ancestor), so the mapper works on any node model.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 

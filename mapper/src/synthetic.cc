@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <numeric>
+#include <utility>
 
 #include "splitmix.h"
 #include "topoaware/mapper/layout.h"

@@ -6,8 +6,12 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <cstdint>
 #include <fstream>
+#include <map>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "facade_fixture.h"
 

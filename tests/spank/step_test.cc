@@ -4,9 +4,15 @@
 // which srun and every node refuse alike under either policy.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
+#include <fstream>
 #include <iterator>
+#include <map>
 #include <set>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "facade_fixture.h"
 

@@ -1,8 +1,11 @@
 // `topo-aware discover`: one node's GPUs, NICs, CPUs and the paths between them, from this
 // machine or from a file, as a table for people or as JSON / NCCL XML / DOT for programs.
 #include <algorithm>
+#include <cstdint>
+#include <memory>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "cli.h"
 #include "node_input.h"

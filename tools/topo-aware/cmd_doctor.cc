@@ -4,6 +4,7 @@
 // HealthCheckProgram (--slurm), drain the node on a critical finding. Exit 0 healthy, 3 degraded
 // (any warning or critical finding), 1 bad input or a failed drain, 2 usage.
 #include <cctype>
+#include <cstdint>
 #include <cstdlib>
 #include <ctime>
 #include <iostream>
@@ -11,6 +12,9 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "cli.h"
 #include "node_input.h"

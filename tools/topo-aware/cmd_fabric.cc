@@ -2,11 +2,13 @@
 // description, or our JSON) and show its tiers, hosts, rails and anomalies, or write it out as a
 // Slurm topology.conf (tree or block), JSON or DOT.
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <map>
 #include <memory>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "cli.h"
 #include "text_table.h"

@@ -5,10 +5,16 @@
 // --svg, a picture of the fabric with the plan's traffic drawn on its links.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstdio>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <numeric>
 #include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "cli.h"
 #include "plan_io.h"

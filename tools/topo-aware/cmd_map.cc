@@ -6,11 +6,17 @@
 // `--of env` format (stable; the end-to-end test compares it with what tasks see): one line
 // per task and variable, "<task> NAME=value", tasks ascending, names sorted within a task.
 #include <algorithm>
+#include <cstdint>
+#include <cstdio>
 #include <map>
+#include <memory>
 #include <ostream>
 #include <sstream>
 #include <stdexcept>
+#include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "cli.h"
 #include "plan_io.h"

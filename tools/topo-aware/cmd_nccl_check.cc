@@ -20,12 +20,15 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
+#include <system_error>
+#include <utility>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>

@@ -1,7 +1,11 @@
 // topo-aware: discover node and fabric topology, map ranks, explain plans offline.
+#include <exception>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
+#include <string>
+#include <system_error>
 
 #include "cli.h"
 #include "topoaware/mapper/layout.h"

@@ -1,10 +1,13 @@
 #include "plan_io.h"
 
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
 #include <sstream>
+#include <system_error>
+#include <utility>
 
 #include "cli.h"
 #include "config.h"

@@ -64,6 +64,9 @@ def main():
           f"host={socket.gethostname()} local={local} "
           f"gpu={devices[local] if local < len(devices) else '-'} world={world} sum={total} "
           f"groups={groups}", flush=True)
+    # Every rank past its groups' collectives before any tears down: on torch 2.6 (Debian 13) a
+    # rank that destroys the group first can leave the others waiting on its store for good.
+    dist.barrier()
     dist.destroy_process_group()
 
 

@@ -22,6 +22,20 @@ struct CliRun {
   std::string out, err;
 };
 
+// A --help text with each option's names joined as "-i,--input": CLI11 2.6 (Debian 14) pads them
+// apart ("-i,     --input"), 2.1 to 2.4 (Debian 12 and 13) do not.
+inline std::string joined_option_names(const std::string& help) {
+  std::string out;
+  for (std::size_t i = 0; i < help.size(); ++i) {
+    out += help[i];
+    if (help[i] != ',') continue;
+    std::size_t j = i + 1;
+    while (j < help.size() && help[j] == ' ') ++j;
+    if (j < help.size() && help[j] == '-') i = j - 1;
+  }
+  return out;
+}
+
 inline std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), {});

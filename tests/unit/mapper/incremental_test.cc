@@ -4,9 +4,13 @@
 // fragments cost Slurm's order.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <numeric>
+#include <utility>
+#include <vector>
 
 #include "topoaware/mapper/cost.h"
 #include "topoaware/mapper/plan.h"

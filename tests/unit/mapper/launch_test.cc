@@ -4,8 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <map>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "topoaware/mapper/plan.h"
 #include "topoaware/mapper/synthetic.h"

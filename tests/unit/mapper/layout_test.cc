@@ -5,6 +5,8 @@
 
 #include <cmath>
 #include <functional>
+#include <string>
+#include <utility>
 
 namespace topoaware::mapper {
 namespace {

@@ -6,9 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
 
 #include "topoaware/mapper/layout.h"
 #include "topoaware/topology/paths.h"

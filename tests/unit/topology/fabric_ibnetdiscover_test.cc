@@ -1,6 +1,9 @@
 // ibnetdiscover importer against real dumps (../shared/fixtures/ibnetdiscover, PSMN copies in
 // tests/fixtures) and against hostile input.
 #include <random>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "fabric_test_support.h"
 #include "test_support.h"

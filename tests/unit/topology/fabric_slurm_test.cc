@@ -1,5 +1,9 @@
 // Slurm topology.conf importer and exporters (tree and block) against real files.
 #include <chrono>
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "fabric_test_support.h"
 #include "test_support.h"

@@ -4,6 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <iterator>
+#include <map>
+#include <stdexcept>
 #include <unistd.h>
 
 #include <filesystem>
@@ -50,9 +54,12 @@ inline std::map<std::string, std::set<std::string>> leaf_membership(const topolo
   return out;
 }
 
-inline const topology::HostInfo& host(const topology::Fabric& f, const std::string& name) {
+// `name` by pointer, not as a std::string: a temporary bound to a reference parameter of a
+// function that returns a reference is GCC 13+'s -Wdangling-reference, an error under -Werror
+// in `const HostInfo& h = host(f, "n1")` although the result refers into `f`.
+inline const topology::HostInfo& host(const topology::Fabric& f, const char* name) {
   std::int64_t i = f.find_host(name);
-  if (i < 0) throw std::runtime_error("no host " + name);
+  if (i < 0) throw std::runtime_error(std::string("no host ") + name);
   return f.hosts[static_cast<std::size_t>(i)];
 }
 

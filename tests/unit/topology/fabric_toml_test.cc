@@ -1,5 +1,8 @@
 // The native TOML description (etc/ examples), analyze() on it, and the JSON/DOT exporters.
+#include <cstdint>
 #include <filesystem>
+#include <string>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "fabric_test_support.h"

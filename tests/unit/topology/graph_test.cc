@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include "topoaware/topology/error.h"
 
 namespace topoaware::topology {

@@ -6,12 +6,16 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <set>
 #include <sstream>
+#include <string>
+#include <system_error>
+#include <vector>
 
 #include "test_support.h"
 #include "topoaware/topology/error.h"

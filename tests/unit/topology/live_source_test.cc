@@ -10,7 +10,10 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <stdexcept>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "fake_nvml.h"
 #include "fake_verbs.h"

@@ -4,10 +4,17 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <random>
 #include <set>
+#include <stdexcept>
+#include <string>
+#include <system_error>
+#include <vector>
 
 #include "nccl_xml_lint.h"
 #include "test_support.h"

@@ -5,11 +5,16 @@
 // characters per value (nccl_xml_writer.cc gives NCCL's sources).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "nccl_xml_lint.h"
 #include "test_support.h"

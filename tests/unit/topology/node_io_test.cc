@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <string>
 #include <nlohmann/json.hpp>
 
 #include "nccl_xml_lint.h"

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "fake_nvml.h"
 #include "test_support.h"

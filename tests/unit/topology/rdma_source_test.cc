@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include "fake_verbs.h"
 #include "test_support.h"

@@ -8,8 +8,12 @@
 // uses. Slurm block: the leaf groups are the base blocks; BlockSizes are base * 2^k, as slurmctld
 // requires, with base = the smallest block.
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <map>
+#include <string>
+#include <utility>
+#include <vector>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>

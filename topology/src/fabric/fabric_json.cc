@@ -1,6 +1,13 @@
 // Reloads the JSON that fabric_to_json() writes ("format": "topo-aware-fabric"), so a fabric
 // imported once (and perhaps edited) can be passed around as one file.
 #include <charconv>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <unordered_map>
+#include <utility>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "fabric_build.h"

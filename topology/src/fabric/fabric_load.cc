@@ -3,9 +3,15 @@
 // importer; plus the helpers all importers share.
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
+#include <exception>
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <string_view>
 #include <system_error>
+#include <utility>
+#include <vector>
 
 #include "fabric_build.h"
 #include "topoaware/topology/error.h"

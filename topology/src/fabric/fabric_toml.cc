@@ -17,8 +17,15 @@
 // the fabric). Errors name file:line from TOML++'s source positions.
 #include <toml++/toml.h>
 
+#include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <set>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "fabric_build.h"
 #include "topoaware/topology/error.h"

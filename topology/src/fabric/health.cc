@@ -2,8 +2,11 @@
 #include "topoaware/topology/health.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <sstream>
+#include <utility>
 
 #include "topoaware/topology/error.h"
 

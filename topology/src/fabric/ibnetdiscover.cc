@@ -13,7 +13,13 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <system_error>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "fabric_build.h"
 #include "topoaware/topology/error.h"

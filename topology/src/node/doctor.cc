@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <set>
+#include <utility>
 
 #include "topoaware/topology/paths.h"
 

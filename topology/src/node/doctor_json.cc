@@ -5,6 +5,10 @@
 // not know (a later schema may add some); a wrong type or a missing required key is kBadInput.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
 #include <nlohmann/json.hpp>
 
 #include "topoaware/topology/doctor.h"

@@ -8,10 +8,15 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
+#include <system_error>
+#include <utility>
+#include <vector>
 
 #include "sysfs_read.h"
 #include "topoaware/topology/error.h"

@@ -3,6 +3,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <utility>
 
 #include "nccl_xml_reader.h"
 #include "topoaware/topology/error.h"

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <map>
 #include <set>
+#include <utility>
 
 #include "topoaware/topology/paths.h"
 

@@ -2,8 +2,10 @@
 // and C2C drawn bold outside the tree, every edge labelled with its kind and GB/s, so a person
 // can see at a glance which GPU shares a switch with which NIC.
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "topoaware/topology/node_io.h"
 

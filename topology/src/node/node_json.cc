@@ -6,6 +6,12 @@
 // no name; null when the node has no NIC) and `path_to_nic` (NCCL path class, null without a
 // NIC); each NIC has `busid`, `numa`, and `name` / `speed_gbps` when known. Unknown numbers are
 // written as null, never as -1, so a script cannot mistake them for values.
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include <nlohmann/json.hpp>
 
 #include "topoaware/topology/node_io.h"

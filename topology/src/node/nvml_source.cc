@@ -3,12 +3,14 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <initializer_list>
 #include <map>
 #include <set>
 #include <utility>
+#include <vector>
 
 #include "topoaware/topology/paths.h"
 

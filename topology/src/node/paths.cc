@@ -5,6 +5,8 @@
 #include <array>
 #include <cmath>
 #include <deque>
+#include <functional>
+#include <iterator>
 #include <limits>
 #include <queue>
 #include <utility>

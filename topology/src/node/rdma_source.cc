@@ -7,7 +7,13 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <map>
+#include <optional>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "sysfs_read.h"
 

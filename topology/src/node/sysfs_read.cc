@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fstream>
 #include <system_error>
+#include <utility>
 
 namespace topoaware::topology::sysfs {
 namespace {

@@ -6,10 +6,18 @@
 #include <algorithm>
 #include <cctype>
 #include <climits>
+#include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
+#include <optional>
 #include <set>
+#include <string_view>
+#include <system_error>
+#include <utility>
+#include <vector>
 
 #include "node_build.h"
 #include "sysfs_read.h"

@@ -19,6 +19,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "topoaware/topology/doctor.h"
 #include "topoaware/topology/node.h"

@@ -1,0 +1,43 @@
+# The Debian releases the README's commands are tested on, and the package names that differ
+# between them: one table, sourced by scripts/deps.sh and scripts/fuzz.sh. Every name here was
+# checked against that release's archive (apt-cache policy inside a debootstrap root); nothing is
+# guessed at install time. A release not listed is refused by name, with the list.
+# Sets: release (codename), release_name, llvm (the clang whose libFuzzer and sanitizer runtimes
+# the fuzz build uses), release_pkgs_unit and release_pkgs_test (scripts/deps.sh's sets beyond
+# the names every release shares).
+# TOPOAWARE_OS_RELEASE reads another os-release file (the refusal's test uses it).
+# shellcheck shell=bash
+
+topoaware_supported="Debian 12 (bookworm), Debian 13 (trixie), Debian 14 (forky, testing)"
+
+topoaware_release() {
+  local file=${TOPOAWARE_OS_RELEASE:-/etc/os-release} ID="" VERSION_CODENAME="" PRETTY_NAME=""
+  if [ ! -r "$file" ]; then
+    echo "topo-aware: cannot read $file to tell the release; supported: $topoaware_supported" >&2
+    return 1
+  fi
+  # shellcheck disable=SC1090
+  . "$file"
+  release=$VERSION_CODENAME
+  case "$ID:$release" in
+    # Slurm 22.05, GCC 12, clang 14, torch 1.13, Scotch 7.0.3.
+    debian:bookworm) release_name="Debian 12 (bookworm)"; llvm=14 ;;
+    # Slurm 24.11, GCC 14, clang 19, torch 2.6, Scotch 7.0.7.
+    debian:trixie) release_name="Debian 13 (trixie)"; llvm=19 ;;
+    # Testing, as of this table (archive of 2026-10-30): Slurm 26.05, GCC 16, clang 21, torch
+    # 2.14, Scotch 7.0.12, no hyperfine. Names rechecked when it moves.
+    debian:forky) release_name="Debian 14 (forky, testing)"; llvm=21 ;;
+    *)
+      echo "topo-aware: ${PRETTY_NAME:-$ID $release} (from $file) is not a release these scripts" \
+           "know the package names of; supported: $topoaware_supported. On another" \
+           "distribution install the equivalents of scripts/deps.sh's lists by hand." >&2
+      return 1 ;;
+  esac
+  # The same names on every release listed (Slurm's header and daemons, Scotch's development
+  # package, torch, mpi4py); the sanitizer toolchain is the one that moves with the release, and
+  # forky has no hyperfine (tools/bench/launch_overhead.sh skips without it).
+  release_pkgs_unit=(libslurm-dev libscotch-dev "clang-$llvm" "libclang-rt-$llvm-dev")
+  release_pkgs_test=(slurmctld slurmd slurm-client munge python3-torch python3-mpi4py
+                     openmpi-bin)
+  [ "$release" = forky ] || release_pkgs_test+=(hyperfine)
+}

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Before each release: the builds that do not fit in every CI run (scripts/test.sh already builds
+# GCC 12 and GCC 14, Debian 12 and 13). Each builds the whole tree with -Werror and runs its unit
+# tests (scripts/root-build.sh): this machine's clang, Debian 13's clang 19 in a trixie root, and
+# Debian 14 (forky, testing) with its GCC 16 and clang 21 in a forky root. Times on the 2-core CI
+# machine are in docs/install.md; the roots are cached under build/roots.
+# Usage: scripts/release-check.sh [STEP...]   (steps: host-clang trixie-clang forky-gcc forky-clang)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+steps=("$@")
+[ ${#steps[@]} -gt 0 ] || steps=(host-clang trixie-clang forky-gcc forky-clang)
+for step in "${steps[@]}"; do
+  echo "== $step"
+  t0=$SECONDS
+  case "$step" in
+    host-clang) scripts/deps.sh unit; scripts/root-build.sh --here clang ;;
+    trixie-clang) scripts/root-build.sh trixie clang ;;
+    forky-gcc) scripts/root-build.sh forky gcc ;;
+    forky-clang) scripts/root-build.sh forky clang ;;
+    *) echo "topo-aware: release-check.sh: unknown step '$step'" >&2; exit 2 ;;
+  esac
+  echo "topo-aware: $step took $((SECONDS - t0)) s"
+done
