@@ -21,7 +21,10 @@
 #include "topoaware/mapper/request.h"
 #include "topoaware/mapper/synthetic.h"
 #include "topoaware/topology/fabric.h"
+#include "topoaware/topology/fabric_io.h"
+#include "topoaware/topology/hostlist.h"
 #include "topoaware/topology/node.h"
+#include "topoaware/topology/sources.h"
 
 namespace topoaware::mapper {
 namespace {
@@ -115,7 +118,12 @@ Request all_reduces(Request r) {
   r.layout.framework.distributed_optimizer = false;
   return r;
 }
-
+// split=allow: the cost model, not the fast-domain rule, decides whether tp, cp and ep groups stay
+// inside NVLink domains.
+Request split_allowed(Request r) {
+  r.layout.split = SplitPolicy::kAllow;
+  return r;
+}
 // The guard's contract (plan()): the search keeps the fast-domain rule wherever the step's NVLink
 // domains can hold its blocks, and where Slurm's block order keeps the rule as well it is no
 // slower than block, counted before the guard's fallback to block (so the search itself must not
@@ -127,6 +135,14 @@ void expect_rule_and_no_loss(const RankPlan& p, const std::string& what) {
         << what << ": the search lost to block, which keeps the rule as well";
     EXPECT_LE(p.cost.seconds, p.block_cost.seconds * (1 + 1e-12)) << what;
   }
+}
+
+// The SplitReport of `dim` in the plan (a default one, naming no dim, where there is none).
+SplitReport split_of(const RankPlan& p, const std::string& dim) {
+  for (const SplitReport& s : p.splits) {
+    if (s.dim == dim) return s;
+  }
+  return {};
 }
 
 // topo reaches a plan worked by hand (`hand` seconds, to 1e-4), under `of_block` x Slurm's block
@@ -247,6 +263,182 @@ TEST(PlanTest, FragmentedAllocationsNeverLoseToBlockAndStayNearTheBound) {
     EXPECT_LE(p.lower_bound, p.cost.seconds * (1 + 1e-12)) << "seed " << seed;
     EXPECT_GE(p.lower_bound, 0.95 * p.cost.seconds) << "seed " << seed;
   }
+}
+
+// The hosts (Machine order of RankPlan::hosts) each group of `n` consecutive ranks lies on.
+std::map<int, std::set<std::uint32_t>> hosts_of_groups(const RankPlan& p, int n) {
+  std::map<int, std::set<std::uint32_t>> out;
+  for (const TaskPlan& t : p.tasks) out[t.rank / n].insert(t.host);
+  return out;
+}
+
+// The fast-domain rule (issue 33): on 8-GPU hosts every tp=8 group stays inside a host, on
+// contiguous and on fragmented whole-host allocations, names following the wiring or not, and the
+// plan says none is split. On 16 contiguous hosts the old model split all 16 groups 4 + 4 over two
+// hosts (crediting a two-host all-reduce as a tree sending its bytes once); allowed to split, the
+// cost model now keeps them inside hosts too (NCCL's reduce-scatter and all-gather never run as
+// trees, and NVLink inside a host outruns four NICs).
+TEST(FastDomainTest, TensorGroupsStayInsideEightGpuHosts) {
+  auto expect_whole = [](const RankPlan& p, long long groups, const std::string& what) {
+    const SplitReport tp = split_of(p, "tp");
+    EXPECT_EQ(tp.groups, groups) << what;
+    EXPECT_EQ(tp.split, 0) << what;
+    EXPECT_EQ(tp.place, "host") << what;
+    EXPECT_EQ(tp.why, "") << what;
+    EXPECT_EQ(splits_line(p.splits), "") << what;
+    for (const auto& [g, hosts] : hosts_of_groups(p, 8)) {
+      EXPECT_EQ(hosts.size(), 1u) << what << ": tp group " << g;
+    }
+    expect_rule_and_no_loss(p, what);
+  };
+  Cluster c = cluster(false);
+  const Request r = request_of(whole_hosts(c.fabric, 8, 16), "tp=8,pp=2,dp=auto");
+  expect_whole(plan(c.fabric, same_node(c, 16), r), 16, "16 contiguous hosts");
+  expect_whole(plan(c.fabric, same_node(c, 16), split_allowed(r)), 16, "split=allow");
+  for (bool scramble : {false, true}) {
+    FatTreeSpec s;
+    s.hosts = 128;
+    s.hosts_per_leaf = 8;
+    s.leaf_oversub = 2;
+    s.scramble_names = scramble;
+    s.seed = 7;
+    Cluster f;
+    f.fabric = make_fat_tree(s);
+    for (std::uint64_t seed = 1; seed <= 3; ++seed) {
+      const Request q =
+          request_of(fragmented_hosts(f.fabric, 8, 0.5, 32, seed), "tp=8,pp=4,dp=auto");
+      expect_whole(
+          plan(f.fabric, same_node(f, 32), q), 32,
+          std::string(scramble ? "scrambled" : "wired") + " names, seed " + std::to_string(seed));
+    }
+  }
+}
+
+// The README's example (nine DGX H100 hosts of etc/cluster-dgx-h100.toml, rail-optimized over two
+// scalable units, tp=8, pp=3) and 16 contiguous hosts of it with tp=8, pp=2: the issue found none
+// of the nine TP groups inside a host, and all 16 split 4 + 4. Every one stays in a host, and the
+// cost model agrees where it may split.
+TEST(FastDomainTest, TheReadmeExampleKeepsEveryTensorGroupInAHost) {
+  const std::string fixtures = TOPOAWARE_TEST_FIXTURES;
+  const topology::Fabric fabric =
+      topology::load_fabric(fixtures + "/../../etc/cluster-dgx-h100.toml");
+  const topology::NodeTopology node =
+      topology::load_node_file(fixtures + "/nccl-topo/dgx-h100-topo.xml");
+  for (const auto& [hosts, layout, groups] :
+       {std::tuple<std::string, std::string, long long>{"dgx[005,007,011,030-031,033,040-042]",
+                                                        "tp=8,pp=3", 9},
+        {"dgx[001-016]", "tp=8,pp=2", 16}}) {
+    Request r;
+    r.hosts = topology::expand_hostlist(hosts);
+    r.tasks_per_host.assign(r.hosts.size(), 8);
+    r.layout = parse_layout(layout);
+    const std::vector<const topology::NodeTopology*> nodes(r.hosts.size(), &node);
+    for (const Request& q : {r, split_allowed(r)}) {
+      const RankPlan p = plan(fabric, nodes, q);
+      const std::string what =
+          hosts + " " + layout + " split=" + std::string(to_string(q.layout.split));
+      EXPECT_EQ(split_of(p, "tp").groups, groups) << what;
+      EXPECT_EQ(split_of(p, "tp").split, 0) << what;
+      EXPECT_EQ(splits_line(p.splits), "") << what;
+      for (const auto& [g, on] : hosts_of_groups(p, 8)) {
+        EXPECT_EQ(on.size(), 1u) << what << ": tp group " << g;
+      }
+      expect_rule_and_no_loss(p, what);
+    }
+  }
+}
+
+// Hosts of 4 GPUs cannot hold a tp=8 group: the plan splits every one, each over two hosts (4 + 4,
+// its ring hop over four NICs), and says why.
+TEST(FastDomainTest, FourGpuHostsSplitTensorGroupsAndSayWhy) {
+  FatTreeSpec s;
+  s.hosts = 64;
+  s.hosts_per_leaf = 16;
+  s.leaf_oversub = 2;
+  s.gpus_per_host = 4;
+  s.ports_per_host = 4;
+  Cluster c;
+  c.fabric = make_fat_tree(s);
+  c.node = make_node(4, 4, 450, 50);
+  const Request r = request_of(whole_hosts(c.fabric, 4, 16), "tp=8,pp=2,dp=auto");
+  const RankPlan p = plan(c.fabric, same_node(c, 16), r);
+  const std::string why = "tp = 8 ranks do not fit the largest host of the step (4 GPUs)";
+  const SplitReport tp = split_of(p, "tp");
+  EXPECT_EQ(tp.groups, 8);
+  EXPECT_EQ(tp.split, 8);
+  EXPECT_EQ(tp.place, "host");
+  EXPECT_EQ(tp.why, why);
+  EXPECT_EQ(splits_line(p.splits), "tp: 8 of 8 groups split over hosts (" + why + ")");
+  for (const auto& [g, hosts] : pieces(p, 8)) {
+    ASSERT_EQ(hosts.size(), 2u) << "tp group " << g;
+    for (const auto& [h, n] : hosts) EXPECT_EQ(n, 4) << "tp group " << g;
+  }
+  expect_rule_and_no_loss(p, "4-GPU hosts");
+}
+
+// NVL72-style domains (18 hosts of 4 GPUs, one NVLink domain each): a tp=8 group spans two hosts
+// but stays inside a domain, NCCL's node. On domains lending 8, 6, 4, 10 and 4 hosts every group
+// does. On 7, 5, 3, 4, 5 and 8 hosts (28, 20, 12, 16, 20 and 32 GPUs) the domains hold 14 of the
+// 16 groups whole; Slurm's order keeps 13, the plan 14, and says why two are split.
+TEST(FastDomainTest, TensorGroupsStayInsideNvl72DomainsAcrossHosts) {
+  const topology::Fabric fabric = make_fat_tree(nvl72(144));
+  const topology::NodeTopology node = make_node(4, 4, 900, 50);
+  auto domain_of = [&](const RankPlan& p, std::uint32_t host) {
+    return fabric.hosts[fabric.host_index.at(p.hosts[host])].nvlink_domain;
+  };
+  Request r = in_domains(fabric, {8, 6, 4, 10, 4}, "tp=8,pp=2,dp=auto");
+  RankPlan p = plan(fabric, std::vector<const topology::NodeTopology*>(32, &node), r);
+  EXPECT_EQ(split_of(p, "tp").groups, 16);
+  EXPECT_EQ(split_of(p, "tp").split, 0);
+  EXPECT_EQ(split_of(p, "tp").place, "NVLink domain");
+  EXPECT_EQ(splits_line(p.splits), "");
+  for (const auto& [g, hosts] : hosts_of_groups(p, 8)) {
+    EXPECT_EQ(hosts.size(), 2u) << "tp group " << g;
+    std::set<int> domains;
+    for (std::uint32_t h : hosts) domains.insert(domain_of(p, h));
+    EXPECT_EQ(domains.size(), 1u) << "tp group " << g;
+  }
+  expect_rule_and_no_loss(p, "even domains");
+
+  r = in_domains(fabric, {7, 5, 3, 4, 5, 8}, "tp=8,pp=2,dp=auto");
+  p = plan(fabric, std::vector<const topology::NodeTopology*>(32, &node), r);
+  const std::string why =
+      "the step's NVLink domains hold 14 of its 16 blocks of tp whole (they lend GPUs in counts "
+      "that are no multiple of 8)";
+  EXPECT_EQ(split_of(p, "tp").split, 2);
+  EXPECT_EQ(split_of(p, "tp").why, why);
+  EXPECT_EQ(splits_line(p.splits), "tp: 2 of 16 groups split over NVLink domains (" + why + ")");
+  EXPECT_EQ(p.block_split, 1) << "Slurm's order keeps 13 of the 14";
+  expect_rule_and_no_loss(p, "odd domains");
+}
+
+// Hosts lending 5, 5, 8, 3, 3 and 8 GPUs to tp=8: the 8s hold a group each, the others none, so
+// two groups are split whatever the order; Slurm's order splits three (5 + 3, 2 + 6 and 2 + 3 +
+// 3). The plan keeps as many whole groups as the hosts hold, splits the others 5 + 3, and says
+// why.
+TEST(FastDomainTest, PartialHostsKeepAsManyWholeGroupsAsTheyHold) {
+  Cluster c = cluster(false, 2);
+  const Request r = lending(c, {5, 5, 8, 3, 3, 8}, 1, "tp=8,dp=auto");
+  const RankPlan p = plan(c.fabric, same_node(c, r.hosts.size()), r);
+  const std::string why =
+      "the step's hosts hold 2 of its 4 blocks of tp whole (they lend GPUs in counts that are no "
+      "multiple of 8)";
+  EXPECT_EQ(split_of(p, "tp").split, 2);
+  EXPECT_EQ(split_of(p, "tp").why, why);
+  EXPECT_EQ(splits_line(p.splits), "tp: 2 of 4 groups split over hosts (" + why + ")");
+  EXPECT_EQ(p.block_split, 1);
+  for (const auto& [g, hosts] : pieces(p, 8)) {
+    if (hosts.size() == 1) {
+      EXPECT_EQ(r.tasks_per_host[hosts.begin()->first], 8) << "tp group " << g;
+      continue;
+    }
+    std::multiset<int> cut;
+    for (const auto& [h, n] : hosts) cut.insert(n);
+    EXPECT_EQ(cut, (std::multiset<int>{3, 5})) << "tp group " << g;
+  }
+  expect_rule_and_no_loss(p, "5 + 3");
+  EXPECT_LT(p.cost.seconds, 0.7 * p.block_cost.seconds)
+      << "topo " << p.cost.seconds << " s, block " << p.block_cost.seconds << " s";
 }
 
 // Hosts lending 7, 5, 4, 6, 2 and 8 GPUs to a TP8 job: Slurm's order cuts tensor-parallel groups
