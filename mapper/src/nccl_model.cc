@@ -9,6 +9,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "topoaware/mapper/layout.h"

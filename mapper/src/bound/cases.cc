@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <iterator>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "bound/bound.h"

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "topoaware/mapper/layout.h"
 
 namespace topoaware::mapper::nccl {

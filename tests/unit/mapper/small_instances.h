@@ -135,11 +135,13 @@ inline FatTreeSpec two_nics(FatTreeSpec s) {  // every GPU shares its PCIe switc
 }
 
 // The traffic of the dim named `name`.
-inline const DimTraffic& dim(const Instance& in, const std::string& name) {
+// `name` as const char*: a std::string temporary bound to a reference parameter of a function
+// returning a reference is GCC 13+'s -Wdangling-reference.
+inline const DimTraffic& dim(const Instance& in, const char* name) {
   for (const auto& d : in.traffic.dims) {
     if (d.name == name) return d;
   }
-  throw std::runtime_error("no dim " + name);
+  throw std::runtime_error(std::string("no dim ") + name);
 }
 
 }  // namespace topoaware::mapper
