@@ -7,7 +7,7 @@
 // Each case builds the published run's hardware with the project's own builders (a real NCCL
 // topology capture where one exists, else mapper::make_node), places ranks the way nccl-tests
 // does (Slurm's block order: ranks 0..7 on the first node, ...), runs the current cost model
-// (mapper::evaluate, through tools/topo-aware/busbw_model.h, which nccl-check shares) for one
+// (mapper::evaluate, through topoaware/mapper/busbw_model.h, which nccl-check shares) for one
 // collective over those ranks, and converts the modeled time to bus bandwidth as nccl-tests does
 // (doc/PERFORMANCE.md there): busbw = algbw x 2(n-1)/n for all_reduce, x (n-1)/n for all_gather
 // and alltoall, x 1 for sendrecv, algbw = size / time.
@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-#include "../topo-aware/busbw_model.h"
+#include "topoaware/mapper/busbw_model.h"
 #include "topoaware/mapper/synthetic.h"
 #include "topoaware/topology/error.h"
 #include "topoaware/topology/fabric.h"
@@ -38,9 +38,6 @@ using namespace topoaware::mapper;
 namespace fs = std::filesystem;
 
 namespace {
-
-using cli::Collective;
-using cli::collective_name;
 
 // The hardware of one case: a fabric and the node model of its hosts (all hosts alike).
 struct Hardware {
@@ -213,10 +210,10 @@ std::vector<Case> cases() {
 }
 
 // The current cost model's busbw for the case's collective on its hardware.
-cli::ModeledBusbw run(const Case& c, std::string* built) {
+ModeledBusbw run(const Case& c, std::string* built) {
   Hardware hw = c.hardware();
   *built = hw.described;
-  return cli::model_busbw(hw.fabric, hw.node, c.nodes, c.gpus_per_node, c.collective, c.bytes);
+  return model_busbw(hw.fabric, hw.node, c.nodes, c.gpus_per_node, c.collective, c.bytes);
 }
 
 // Cases outside +-25% for a reason docs/calibration.md names ("Gaps that matter to mapping").
@@ -270,7 +267,7 @@ int main(int argc, char** argv) {
     for (const Case& c : cases()) {
       if (!only.empty() && c.id != only) continue;
       std::string built;
-      cli::ModeledBusbw r = run(c, &built);
+      ModeledBusbw r = run(c, &built);
       hardware_lines.push_back("| `" + c.id + "` | " + built + " | " + r.bottleneck + " |");
       const double ratio = c.published > 0 ? r.gbps / c.published : 0;
       const std::string v = verdict(c, ratio);

@@ -1,7 +1,8 @@
 // The cost model's figure for one nccl-tests collective, as a bus bandwidth: what
 // `topo-aware nccl-check --allreduce` prints beside the measured one and what
-// tools/bench/calibration_bench tabulates against published runs. Only the mapper's public API is
-// used (make_instance, evaluate), so the figure follows whatever the cost model is.
+// tools/bench/calibration_bench tabulates against published runs, here beside the cost model that
+// owns the figure. Only the mapper's public API is used (make_instance, evaluate), so the figure
+// follows whatever the cost model is.
 //
 // nccl-tests (doc/PERFORMANCE.md there) reports algbw = size / time and busbw = algbw x 2(n-1)/n
 // for all_reduce, x (n-1)/n for all_gather and alltoall, x 1 for sendrecv; ranks are placed in
@@ -17,7 +18,7 @@
 #include "topoaware/topology/fabric.h"
 #include "topoaware/topology/node.h"
 
-namespace topoaware::cli {
+namespace topoaware::mapper {
 
 enum class Collective { kAllReduce, kAllGather, kAllToAll, kSendRecv };
 
@@ -52,29 +53,29 @@ inline double busbw_factor(Collective c, long long n) {
 
 // The traffic of one collective of `bytes` (nccl-tests' "size") over ranks 0..n-1, in the cost
 // model's terms.
-inline mapper::Traffic collective_traffic(Collective c, long long n, double bytes) {
-  mapper::Traffic t;
+inline Traffic collective_traffic(Collective c, long long n, double bytes) {
+  Traffic t;
   t.world = n;
-  mapper::DimTraffic d;
+  DimTraffic d;
   d.name = collective_name(c);
   d.size = static_cast<int>(n);
   d.stride = 1;
   d.calls = 1;
   switch (c) {
     case Collective::kAllReduce:
-      d.pattern = mapper::Pattern::kRing;  // each rank sends 2(n-1)/n x bytes
+      d.pattern = Pattern::kRing;  // each rank sends 2(n-1)/n x bytes
       d.bytes = bytes;
       t.dims.push_back(d);
       break;
     case Collective::kAllGather:
       // A ring all_gather of `bytes` (its output) sends (n-1)/n x bytes per rank: the model's
       // ring of half as many bytes.
-      d.pattern = mapper::Pattern::kRing;
+      d.pattern = Pattern::kRing;
       d.bytes = bytes / 2;
       t.dims.push_back(d);
       break;
     case Collective::kAllToAll:
-      d.pattern = mapper::Pattern::kAllToAll;  // bytes / n to every peer
+      d.pattern = Pattern::kAllToAll;  // bytes / n to every peer
       d.bytes = bytes;
       t.dims.push_back(d);
       break;
@@ -98,7 +99,7 @@ struct ModeledBusbw {
 // first `hosts` hosts of `fabric` (by the fabric's host order), all described by `node`.
 inline ModeledBusbw model_busbw(const topology::Fabric& fabric, const topology::NodeTopology& node,
                                 int hosts, int ranks_per_host, Collective c, double bytes) {
-  mapper::Request req;
+  Request req;
   std::vector<const topology::NodeTopology*> nodes;
   for (int h = 0; h < hosts; ++h) {
     req.hosts.push_back(fabric.hosts.at(static_cast<std::size_t>(h)).name);
@@ -106,10 +107,10 @@ inline ModeledBusbw model_busbw(const topology::Fabric& fabric, const topology::
     nodes.push_back(&node);
   }
   const long long n = static_cast<long long>(hosts) * ranks_per_host;
-  req.layout = mapper::parse_layout("dp=" + std::to_string(n));
-  mapper::Instance in = mapper::make_instance(fabric, nodes, req);
+  req.layout = parse_layout("dp=" + std::to_string(n));
+  Instance in = make_instance(fabric, nodes, req);
   in.traffic = collective_traffic(c, n, bytes);
-  mapper::CostReport r = mapper::evaluate(in.machine, in.traffic, in.block_slot);
+  CostReport r = evaluate(in.machine, in.traffic, in.block_slot);
   ModeledBusbw out;
   out.seconds = r.seconds;
   out.bottleneck = r.bottleneck;
@@ -117,4 +118,4 @@ inline ModeledBusbw model_busbw(const topology::Fabric& fabric, const topology::
   return out;
 }
 
-}  // namespace topoaware::cli
+}  // namespace topoaware::mapper
