@@ -1,6 +1,7 @@
-// The plugin's facade without Slurm: what slurmstepd's user_init and task_init calls do for one
-// node of a 4-node step of DGX H100s (the lab's cluster), checked against the mapper called
-// directly, plus the per-job directory's safety rules and the failures the shell relies on.
+// The plugin's facade without Slurm: what srun's local_user_init and then slurmstepd's user_init
+// and task_init calls do for one node of a 4-node step of DGX H100s (the lab's cluster), checked
+// against the mapper called directly, plus the per-job directory's safety rules and the failures
+// the shell relies on.
 #include "facade.h"
 
 #include <gtest/gtest.h>
@@ -16,7 +17,7 @@ namespace {
 TEST_F(Facade, StepEnvironmentIsTheMappersAndTheXmlIsWrittenSafely) {
   ASSERT_EQ(ta_set_spec("tp=8,pp=2", err_, sizeof err_), 0) << err_;
   ta_step s = step();
-  ASSERT_EQ(ta_step_prepare(&s, err_, sizeof err_), 0) << err_;
+  ASSERT_EQ(prepare(s), 0) << err_;
   ASSERT_EQ(ta_step_ready(), 1);
 
   const fs::path job = dir_ / "jobs" / "77";
@@ -63,7 +64,7 @@ TEST_F(Facade, FabricNodeTypeCaptureIsFoundRelativeToTheFabricFile) {
   ASSERT_EQ(ta_set_spec("tp=8", err_, sizeof err_), 0) << err_;
   ASSERT_NE(fs::current_path(), fs::path(kFabric).parent_path());
   ta_step s = step();
-  ASSERT_EQ(ta_step_prepare(&s, err_, sizeof err_), 0) << err_;
+  ASSERT_EQ(prepare(s), 0) << err_;
   EXPECT_EQ(env_of(9).at("WORLD_SIZE"), "32");
 }
 
@@ -72,7 +73,7 @@ TEST_F(Facade, SymlinkedJobDirectoryIsRefusedButThePlanStands) {
   fs::create_directory_symlink(dir_ / "elsewhere", dir_ / "jobs" / "77");
   ASSERT_EQ(ta_set_spec("tp=8", err_, sizeof err_), 0);
   ta_step s = step();
-  EXPECT_EQ(ta_step_prepare(&s, err_, sizeof err_), TA_ENODE);
+  EXPECT_EQ(prepare(s), TA_ENODE);
   EXPECT_NE(std::string(err_).find("job_dir"), std::string::npos) << err_;
   EXPECT_TRUE(fs::is_empty(dir_ / "elsewhere"));
   ASSERT_EQ(ta_step_ready(), 1);
@@ -81,12 +82,15 @@ TEST_F(Facade, SymlinkedJobDirectoryIsRefusedButThePlanStands) {
   EXPECT_EQ(env.count("RANK"), 1u);
 }
 
-TEST_F(Facade, CyclicDistributionIsRefused) {
+// Tasks that are not where the plan puts them on this node alone: the node cannot apply the plan
+// the others apply, so it fails the step (under either policy), naming the task.
+TEST_F(Facade, TasksOutOfBlockOrderOnOneNodeFailTheStep) {
   ASSERT_EQ(ta_set_spec("tp=8", err_, sizeof err_), 0);
   ta_step s = step();
   for (std::uint32_t i = 0; i < 8; ++i) local_[i] = 1 + 4 * i;  // -m cyclic on node 2
-  EXPECT_EQ(ta_step_prepare(&s, err_, sizeof err_), TA_EFAIL);
-  EXPECT_NE(std::string(err_).find("block distribution"), std::string::npos) << err_;
+  EXPECT_EQ(prepare(s), TA_EDISAGREE);
+  EXPECT_NE(std::string(err_).find("block distribution (task 1 on node2)"), std::string::npos)
+      << err_;
   EXPECT_EQ(ta_step_ready(), 0);
 }
 
@@ -107,19 +111,19 @@ TEST_F(Facade, NonBlockDistributionIsRefusedOnEveryNodeAlike) {
   for (std::uint32_t i = 0; i < 2; ++i) local_[i] = i;
   s.distribution = "arbitrary";
   s.hostfile = hostfile.c_str();
-  EXPECT_EQ(ta_step_prepare(&s, err_, sizeof err_), TA_EFAIL);
+  EXPECT_EQ(prepare(s), TA_EFAIL);
   EXPECT_NE(std::string(err_).find("SLURM_HOSTFILE is not the plan's own"), std::string::npos)
       << err_;
   EXPECT_EQ(ta_step_ready(), 0);
   s.hostfile = nullptr;
-  EXPECT_EQ(ta_step_prepare(&s, err_, sizeof err_), TA_EFAIL);
+  EXPECT_EQ(prepare(s), TA_EFAIL);
   EXPECT_NE(std::string(err_).find("without SLURM_HOSTFILE"), std::string::npos) << err_;
   s.distribution = "cyclic:block";
-  EXPECT_EQ(ta_step_prepare(&s, err_, sizeof err_), TA_EFAIL);
+  EXPECT_EQ(prepare(s), TA_EFAIL);
   EXPECT_NE(std::string(err_).find("cyclic distribution"), std::string::npos) << err_;
   // Block across nodes, whatever the order inside a node, is what the plan assumes.
   s.distribution = "block:cyclic";
-  EXPECT_EQ(ta_step_prepare(&s, err_, sizeof err_), 0) << err_;
+  EXPECT_EQ(prepare(s), 0) << err_;
 }
 
 TEST_F(Facade, SpecIsCheckedAndTheOptionCallbackIsIdempotent) {
@@ -167,18 +171,24 @@ TEST_F(Facade, LongSpecsFitTheBufferOrAreRefused) {
 }
 
 // In slurmstepd the option callback runs as root and Slurm ignores its failure: the SPEC is kept
-// as given and checked when the step is planned, where the policy and the warning apply.
+// as given and checked when the step is planned. A job description srun read and this node
+// cannot is this node's disagreement: it fails the step, naming the file.
 TEST_F(Facade, SlurmstepdChecksTheSpecWhenPlanningTheStep) {
-  EXPECT_EQ(ta_keep_spec("file:/nonexistent/job.toml"), 0);
+  const fs::path job = dir_ / "job.toml";
+  std::ofstream(job) << "layout = \"tp=8\"\n";
+  const std::string spec = "file:" + job.string();
+  EXPECT_EQ(ta_keep_spec(spec.c_str()), 0);
   EXPECT_EQ(ta_active(), 1);
-  EXPECT_STREQ(ta_spec(), "file:/nonexistent/job.toml");
+  EXPECT_STREQ(ta_spec(), spec.c_str());
   ta_step s = step();
-  EXPECT_EQ(ta_step_prepare(&s, err_, sizeof err_), -1);
-  EXPECT_NE(std::string(err_).find("/nonexistent/job.toml"), std::string::npos) << err_;
+  ASSERT_EQ(srun_for(s), TA_OK) << err_;
+  fs::remove(job);
+  EXPECT_EQ(ta_step_prepare(&s, err_, sizeof err_), TA_EDISAGREE);
+  EXPECT_NE(std::string(err_).find(job.string()), std::string::npos) << err_;
   EXPECT_EQ(ta_step_ready(), 0);
 
   EXPECT_EQ(ta_keep_spec("tp=8"), 0);
-  ASSERT_EQ(ta_step_prepare(&s, err_, sizeof err_), 0) << err_;
+  ASSERT_EQ(prepare(s), 0) << err_;
   EXPECT_EQ(env_of(9).at("WORLD_SIZE"), "32");
 }
 
@@ -187,6 +197,7 @@ TEST_F(Facade, SlurmstepdChecksTheSpecWhenPlanningTheStep) {
 // without a RANK or with the same one.
 TEST_F(Facade, SlurmBoundGpusGiveEveryNodeTheSamePlan) {
   ASSERT_EQ(ta_set_spec("tp=2", err_, sizeof err_), 0) << err_;
+  gres_ = "gpu:6(IDX:0-5)\ngpu:2(IDX:0-1)\n";  // what slurmctld says the job holds
   auto ranks_as = [&](std::uint32_t node_id, const char* gpus, std::uint32_t first,
                       std::uint32_t nlocal) {
     ta_step s = step(node_id);
@@ -198,7 +209,7 @@ TEST_F(Facade, SlurmBoundGpusGiveEveryNodeTheSamePlan) {
     s.step_gpus = gpus;
     s.nlocal = nlocal;
     std::vector<std::map<std::string, std::string>> envs;
-    EXPECT_EQ(ta_step_prepare(&s, err_, sizeof err_), 0) << err_;
+    EXPECT_EQ(prepare(s), 0) << err_;
     for (std::uint32_t task = 0; task < 4 && ta_step_ready() == 1; ++task) {
       envs.push_back(env_of(task));
     }
@@ -224,6 +235,9 @@ TEST_F(Facade, SlurmBoundGpusGiveEveryNodeTheSamePlan) {
   EXPECT_EQ(on_node2[3].count("NCCL_IB_HCA"), 1u);
 }
 
+// srun cannot read the configuration either: it decides for every node (fail-closed: nothing
+// launches; fail-open: the verdict that the step runs unmodified, which every node follows).
+// Without any word from srun a node does not plan alone.
 TEST_F(Facade, ConfigurationErrorsAreKeptForTheJobsThatAsk) {
   configure({"config=/nonexistent/topo-aware.toml", "policy=fail-closed"});
   ASSERT_NE(ta_config_error(), nullptr);
@@ -231,7 +245,12 @@ TEST_F(Facade, ConfigurationErrorsAreKeptForTheJobsThatAsk) {
   EXPECT_EQ(ta_fail_closed(), 1);
   ASSERT_EQ(ta_set_spec("tp=8", err_, sizeof err_), 0);
   ta_step s = step();
-  EXPECT_EQ(ta_step_prepare(&s, err_, sizeof err_), -1);
+  EXPECT_EQ(srun_for(s), TA_EFAIL);
+  EXPECT_NE(std::string(err_).find("not found"), std::string::npos) << err_;
+  EXPECT_EQ(ta_step_prepare(&s, err_, sizeof err_), TA_UNMODIFIED);
+  EXPECT_EQ(ta_step_ready(), 0);
+  s.digest = nullptr;
+  EXPECT_EQ(ta_step_prepare(&s, err_, sizeof err_), TA_EFAIL);
   EXPECT_NE(std::string(err_).find("not found"), std::string::npos) << err_;
 }
 

@@ -1,6 +1,7 @@
 // What `map` and `inspect` share: turning command-line inputs (fabric file, hostlist, node type
-// or GPUs per node, layout spec or job file) into a mapper::Request, and a plan into JSON that
-// carries those inputs so `inspect` can recompute every figure from the same sources.
+// or GPUs per node, layout spec or job file) into a mapper::Request, through the launch library's
+// builder that the plugin uses too, and a plan into JSON that carries those inputs so `inspect`
+// can recompute every figure from the same sources.
 #pragma once
 
 #include <CLI/CLI.hpp>
