@@ -136,7 +136,7 @@ bool prepare_on_node(const launch::Config& config, const std::vector<std::string
     auto it = held_by_host.find(h);
     held.push_back(it == held_by_host.end() ? 0 : it->second);
   }
-  node.gpus_held = std::any_of(held.begin(), held.end(), [](int g) { return g > 0; });
+  shape.gpus_bound = std::any_of(held.begin(), held.end(), [](int g) { return g > 0; });
   shape.gpus_per_host = launch::workers_per_host(launch_spec, nodes.per_host, held);
   // Under -m arbitrary the plan's own hostfile, read whole (its text is in the digest). No
   // SLURM_HOSTFILE at all is the same on every node: a failure under the policy.

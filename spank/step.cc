@@ -109,17 +109,11 @@ StepPlan plan_step(const Config& config, const mapper::LaunchSpec& launch, const
   bool readable = true;
   const std::vector<long> mine = parse_gpu_list(here.step_gpus, &readable);
   s.slurm_bound = !here.step_gpus.empty();
-  if (s.style != Style::kPerNode && here.gpus_held) {
-    // Slurm binds the job's GPUs (gres, maybe cgroups): the plan permutes ranks only. Every node
-    // must compute the same plan, but SLURM_STEP_GPUS lists this node's GPUs alone, and nodes
-    // differ (--gpus-per-task=2 with 3 tasks here and 1 there lists 0-5 here, 0-1 there). So the
-    // plan takes every host's k-th task to hold its GPU k, from the tasks per node that all nodes
-    // share; this node then checks that Slurm bound its own tasks that way, and where it did not,
-    // its tasks keep their ranks (the same on every node) but not the NIC and CPU hints, which
-    // would be another GPU's.
-    for (int count : request.tasks_per_host) {
-      for (int t = 0; t < count; ++t) request.bound_gpu.push_back(t);
-    }
+  s.step_gpu_count = mine.size();
+  if (!request.bound_gpu.empty()) {
+    // The plan takes this host's k-th task to hold its GPU k (make_request): where Slurm bound
+    // each task its own GPUs otherwise, its tasks keep their ranks (the same on every node) but
+    // not the NIC and CPU hints, which would be another GPU's.
     bool as_planned = readable && k > 0 && mine.size() >= k && mine.size() % k == 0;
     const std::size_t per_task = as_planned ? mine.size() / k : 1;
     for (std::size_t j = 0; as_planned && j < k; ++j) {
@@ -177,6 +171,32 @@ StepPlan plan_step(const Config& config, const mapper::LaunchSpec& launch, const
     }
   }
 
+  if (s.style != Style::kPerNode && s.slurm_bound && readable) {
+    // Where every task sees all of the step's GPUs here (--gpus-per-node), a framework takes
+    // device LOCAL_RANK: Slurm's list is put in the plan's local rank order (each task's own GPU
+    // at its LOCAL_RANK), the GPUs no task uses after them.
+    std::vector<long> planned;
+    for (const auto& t : s.plan.tasks) {
+      if (t.host != here.node) continue;
+      const auto at = static_cast<std::size_t>(t.local_rank);
+      if (planned.size() <= at) planned.resize(at + 1, -1);
+      planned[at] = t.gpu;
+    }
+    for (long g : planned) {
+      const auto it = std::find(mine.begin(), mine.end(), g);
+      if (it == mine.end()) {
+        s.bound_order.clear();
+        break;
+      }
+      s.bound_order.push_back(static_cast<std::size_t>(it - mine.begin()));
+    }
+    for (std::size_t p = 0; !s.bound_order.empty() && p < mine.size(); ++p) {
+      if (std::find(planned.begin(), planned.end(), mine[p]) == planned.end()) {
+        s.bound_order.push_back(p);
+      }
+    }
+  }
+
   if (s.style == Style::kMpi) {
     // Task g is rank g: Slurm placed it from the hostfile, and MPI numbers it g.
     std::vector<std::size_t> task_of_rank(s.plan.tasks.size());
@@ -223,9 +243,14 @@ mapper::Environment task_env(const StepPlan& s, std::uint32_t global_task,
   std::vector<std::pair<std::string, std::string>> out;
   for (auto& [name, value] : env) {
     if (name == "CUDA_VISIBLE_DEVICES" && s.slurm_bound) {
-      // Slurm's devices stay; a per-node launcher's are reordered to the plan's worker order.
-      if (s.bound_order.empty()) continue;
+      // Slurm's devices stay, put in the plan's order where the task sees all of the step's GPUs
+      // here (a per-node launcher, or one task per GPU under --gpus-per-node); a task Slurm bound
+      // its own GPUs (--gpus-per-task) keeps its list as it is.
       const std::vector<std::string> slurm = split_list(slurm_cvd);
+      if (s.bound_order.empty() ||
+          (s.style != Style::kPerNode && slurm.size() != s.step_gpu_count)) {
+        continue;
+      }
       std::vector<std::string> ordered;
       for (std::size_t p : s.bound_order) {
         if (p >= slurm.size()) {

@@ -44,9 +44,6 @@ struct NodeStep {
   std::size_t node = 0;                     // this node's index in StepShape::hosts
   std::vector<std::uint32_t> local_global;  // this node's tasks' global ids
   std::string step_gpus;                    // SLURM_STEP_GPUS here, or empty
-  // The job holds GPUs on the step's hosts (srun's word, alike on every node): Slurm binds them to
-  // the tasks, and the plan permutes ranks over that binding.
-  bool gpus_held = false;
   std::string master_port;  // srun's (launch/port.h), unless the configuration sets one
 };
 
@@ -59,9 +56,12 @@ struct StepPlan {
   // Slurm bound GPUs here: its CUDA_VISIBLE_DEVICES stays (reordered for a per-node launcher).
   bool slurm_bound = false;
   bool gpu_hints = true;     // NIC and CPU hints fit the GPUs Slurm bound here
-  // Per-node launcher on Slurm-bound GPUs: for worker i, the position in Slurm's
-  // CUDA_VISIBLE_DEVICES of the plan's GPU i.
+  // On Slurm-bound GPUs, for local rank (a launcher's worker) i, the position in Slurm's
+  // CUDA_VISIBLE_DEVICES of the plan's GPU i; empty where Slurm's list cannot be put in that order.
+  // One task per GPU takes it only where its CUDA_VISIBLE_DEVICES lists all of the step's GPUs
+  // here (--gpus-per-node), not where Slurm bound each task its own (--gpus-per-task).
   std::vector<std::size_t> bound_order;
+  std::size_t step_gpu_count = 0;  // GPUs in SLURM_STEP_GPUS here
   std::string note;        // what this node's tasks go without, or empty
   std::string hosts_file;  // per-node launcher: TOPO_AWARE_HOSTFILE, once written
   std::string gloo_ifname;  // GLOO_SOCKET_IFNAME, where this node's own name does not resolve

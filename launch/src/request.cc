@@ -107,6 +107,15 @@ StepRequest make_request(const Config& config, const mapper::LaunchSpec& launch,
     r.host_blocks = true;
   } else {
     r.tasks_per_host = shape.tasks;
+    // Every node must compute the same plan, but a node sees only its own GPUs (SLURM_STEP_GPUS;
+    // --gpus-per-task=2 with 3 tasks here and 1 there lists 0-5 here, 0-1 there). So the plan
+    // takes every host's k-th task to hold its GPU k, from the tasks per host all nodes share; each
+    // node then checks that Slurm bound its own tasks that way.
+    if (shape.gpus_bound) {
+      for (int count : r.tasks_per_host) {
+        for (int t = 0; t < count; ++t) r.bound_gpu.push_back(t);
+      }
+    }
   }
   const int world = sum(r.tasks_per_host);
   try {

@@ -255,3 +255,39 @@ TEST_F(Facade, ConfigurationErrorsAreKeptForTheJobsThatAsk) {
 }
 
 }  // namespace
+
+namespace {
+
+// --gpus-per-node=8 with eight tasks a host: every task sees all the host's GPUs and takes device
+// LOCAL_RANK, so Slurm's list is put in the plan's local rank order (each task's own GPU at its
+// LOCAL_RANK). Under --gpus-per-task each task sees only its own GPU, and its list stays.
+TEST_F(Facade, GpusPerNodeListsAreInTheOrderOfLocalRanks) {
+  ASSERT_EQ(ta_set_spec("tp=8", err_, sizeof err_), 0) << err_;
+  gres_.clear();
+  for (int h = 0; h < 4; ++h) gres_ += "gpu:8(IDX:0-7)\n";
+  ta_step s = step(0);
+  s.step_gpus = "0,1,2,3,4,5,6,7";
+  ASSERT_EQ(prepare(s), TA_OK) << err_;
+  EXPECT_EQ(ta_step_note(), nullptr);
+  std::set<std::string> local_ranks;
+  int moved = 0;
+  for (std::uint32_t task = 0; task < 8; ++task) {
+    std::map<std::string, std::string> env;
+    ASSERT_EQ(ta_task_env(task, "0,1,2,3,4,5,6,7", collect, &env, err_, sizeof err_), TA_OK)
+        << err_;
+    const std::string& cvd = env.at("CUDA_VISIBLE_DEVICES");
+    ASSERT_EQ(cvd.size(), 15u) << cvd;
+    const int local = std::stoi(env.at("LOCAL_RANK"));
+    // Task k of the host holds GPU k (Slurm's binding); device LOCAL_RANK must be that GPU.
+    EXPECT_EQ(cvd[static_cast<std::size_t>(local) * 2], static_cast<char>('0' + task)) << cvd;
+    moved += local != static_cast<int>(task);
+    local_ranks.insert(env.at("LOCAL_RANK"));
+    std::map<std::string, std::string> own;
+    ASSERT_EQ(ta_task_env(task, "0", collect, &own, err_, sizeof err_), TA_OK) << err_;
+    EXPECT_EQ(own.count("CUDA_VISIBLE_DEVICES"), 0u);  // Slurm's one GPU stays
+  }
+  EXPECT_EQ(local_ranks.size(), 8u);
+  EXPECT_GT(moved, 0) << "the plan kept local ranks in Slurm's order: nothing was reordered";
+}
+
+}  // namespace

@@ -318,6 +318,9 @@ void add_map(CLI::App& app, Common& common) {
   sub->add_option("--ids", o->in.ids,
                   "plan (default) or slurm: SLURM_PROCID/LOCALID/NODEID carry the plan too (--of "
                   "env)");
+  sub->add_flag("--gpus-bound", o->in.gpus_bound,
+                "Slurm binds the job's GPUs to the tasks (--gpus-per-node, --gpus-per-task): task "
+                "k of each host keeps GPU k and the plan permutes ranks, as a launch plans it");
   add_capacity_options(*sub, o->in);
   sub->add_option("--algo", o->in.algo, "topo (default), block, cyclic or random");
   sub->add_option("--seed", o->in.seed, "Seed for --algo random");

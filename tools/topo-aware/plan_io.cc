@@ -181,6 +181,7 @@ Loaded load_inputs(const MapInputs& in) {
     shape.tasks.assign(hosts.size(), in.tasks_per_node > 0 ? in.tasks_per_node : gpus);
   }
   shape.gpus_per_host = launch::workers_per_host(spec, out.nodes, {});
+  shape.gpus_bound = in.gpus_bound;
   launch::StepRequest req;
   try {
     req = launch::make_request(site, spec, shape);
@@ -230,6 +231,7 @@ nlohmann::json inputs_to_json(const MapInputs& in) {
   j["oversubscription"] = in.oversubscription;
   j["routing"] = in.routing;
   j["overlap_dims"] = in.overlap_dims;
+  if (in.gpus_bound) j["gpus_bound"] = true;
   return j;
 }
 
@@ -256,6 +258,7 @@ MapInputs inputs_from_json(const nlohmann::json& j, const std::string& context) 
     in.oversubscription = j.value("oversubscription", std::string());
     in.routing = j.value("routing", std::string());
     in.overlap_dims = j.value("overlap_dims", false);
+    in.gpus_bound = j.value("gpus_bound", false);
   } catch (const nlohmann::json::exception& e) {
     throw topology::Error(topology::ErrorCode::kBadInput, context,
                           std::string("inputs: ") + e.what());

@@ -39,6 +39,9 @@ struct MapInputs {
   std::string oversubscription;
   std::string routing;
   bool overlap_dims = false;  // model the dims' communication as overlapping
+  // Slurm binds GPUs to the tasks (--gpus-per-node, --gpus-per-task): one task per GPU keeps task
+  // k of each host on its GPU k and the plan permutes ranks, as the plugin plans such a step.
+  bool gpus_bound = false;
 };
 
 // Everything a plan needs, loaded. Node models live here; request.hosts index them.

@@ -54,6 +54,13 @@ TEST(Request, StyleFollowsTheShape) {
   r = one_each.make("", {}, {2, 1, 2, 2});
   EXPECT_EQ(r.style, Style::kPerGpu);
 
+  // Slurm binding the job's GPUs: task k of each host keeps GPU k, a launcher chooses its own.
+  Hosts bound(2, 3);
+  bound.shape.gpus_bound = true;
+  EXPECT_EQ(bound.make("").request.bound_gpu, (std::vector<int>{0, 1, 2, 0, 1, 2}));
+  one_each.shape.gpus_bound = true;
+  EXPECT_TRUE(one_each.make("tp=2", {}, {2, 2, 2, 2}).request.bound_gpu.empty());
+
   Hosts arbitrary(4, 2);
   arbitrary.shape.distribution = "arbitrary";
   EXPECT_EQ(arbitrary.make("tp=2").style, Style::kMpi);

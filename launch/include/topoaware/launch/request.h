@@ -42,6 +42,9 @@ struct StepShape {
   std::string mpi_type;            // SLURM_MPI_TYPE ("pmix", "none", ...), empty: none
   // GPUs each host's task would spawn workers on, were it a per-node launcher (workers_per_host).
   std::vector<int> gpus_per_host;
+  // Slurm binds the job's GPUs to the tasks (the job holds GPUs on the step's hosts): one task per
+  // GPU then takes every host's k-th task to hold its GPU k, and the plan permutes ranks only.
+  bool gpus_bound = false;
 };
 
 // GPUs per host for StepShape::gpus_per_host: nproc= when given, else the GPUs the job holds on
