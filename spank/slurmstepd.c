@@ -106,6 +106,24 @@ static char *user_set_names(spank_t sp, int slurm_bound_gpus) {
   return out;
 }
 
+/* This node's Slurm name, for messages: the node_id-th of the step's hosts (SLURMD_NODENAME is the
+ * batch host's inside a batch job, and the host name need not be Slurm's). */
+static void name_this_node(const char *hosts) {
+  const char *line = hosts;
+  uint32_t i;
+  for (i = 0; line != NULL && i < ta_ctx.node_id; ++i) {
+    line = strchr(line, '\n');
+    if (line != NULL) ++line;
+  }
+  if (line != NULL && *line != '\0') {
+    size_t n = strcspn(line, "\n");
+    if (n < sizeof ta_ctx.host) {
+      memcpy(ta_ctx.host, line, n);
+      ta_ctx.host[n] = '\0';
+    }
+  }
+}
+
 /* Tells what user_init decided, by who must hear it. */
 static void report(void) {
   switch (ta_ctx.failed) {
@@ -159,8 +177,7 @@ int ta_stepd_user_init(spank_t sp) {
   }
   spank_get_item(sp, S_JOB_ID, &ta_ctx.job_id);
   spank_get_item(sp, S_JOB_NODEID, &ta_ctx.node_id);
-  if (step_env(sp, "SLURMD_NODENAME", ta_ctx.host, sizeof ta_ctx.host) != 1 &&
-      gethostname(ta_ctx.host, sizeof ta_ctx.host) != 0) {
+  if (gethostname(ta_ctx.host, sizeof ta_ctx.host) != 0) {
     snprintf(ta_ctx.host, sizeof ta_ctx.host, "node %u", ta_ctx.node_id);
   }
   if (!ta_active()) {
@@ -207,6 +224,7 @@ int ta_stepd_user_init(spank_t sp) {
     return 0;
   }
   hosts = ta_expand_hosts(nodelist);
+  name_this_node(hosts);
   user_env = user_set_names(sp, step_gpus[0] != '\0');
 
   local_global = calloc(step.nlocal > 0 ? step.nlocal : 1, sizeof *local_global);
