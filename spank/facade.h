@@ -122,7 +122,6 @@ struct ta_step {
   uint32_t gid;
   uint32_t node_id;          /* S_JOB_NODEID */
   uint32_t ntasks;           /* S_JOB_TOTAL_TASK_COUNT */
-  const char *host;          /* this node's name as far as the environment knows (messages) */
   const char *hosts;         /* the step's hosts, newline-separated, Slurm's order */
   const char *tasks_per_node;/* SLURM_STEP_TASKS_PER_NODE ("8(x4)") or NULL */
   const char *step_gpus;     /* SLURM_STEP_GPUS (physical, Slurm-bound) or NULL */

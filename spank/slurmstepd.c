@@ -231,7 +231,6 @@ int ta_stepd_user_init(spank_t sp) {
   for (i = 0; local_global != NULL && i < step.nlocal; ++i) {
     spank_get_item(sp, S_JOB_LOCAL_TO_GLOBAL_ID, i, &local_global[i]);
   }
-  step.host = ta_ctx.host;
   step.hosts = hosts != NULL ? hosts : "";
   step.tasks_per_node = tasks_per_node;
   step.step_gpus = step_gpus;

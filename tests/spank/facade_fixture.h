@@ -56,7 +56,6 @@ class Facade : public ::testing::Test {
     s.step_id = 0;
     s.node_id = node_id;
     s.ntasks = 32;
-    s.host = "node2";
     s.hosts = "node1\nnode2\nnode3\nnode4\n";
     s.tasks_per_node = "8(x4)";
     s.step_gpus = "";

@@ -105,7 +105,6 @@ TEST_F(Facade, NonBlockDistributionIsRefusedOnEveryNodeAlike) {
   ta_step s = step(0);
   s.ntasks = 5;
   s.hosts = "node1\nnode2\nnode3\n";
-  s.host = "node1";
   s.tasks_per_node = "2(x2),1";
   s.nlocal = 2;
   for (std::uint32_t i = 0; i < 2; ++i) local_[i] = i;
@@ -204,7 +203,6 @@ TEST_F(Facade, SlurmBoundGpusGiveEveryNodeTheSamePlan) {
     for (std::uint32_t i = 0; i < nlocal; ++i) local_[i] = first + i;
     s.ntasks = 4;
     s.hosts = "node1\nnode2\n";
-    s.host = node_id == 0 ? "node1" : "node2";
     s.tasks_per_node = "3,1";
     s.step_gpus = gpus;
     s.nlocal = nlocal;
