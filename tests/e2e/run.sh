@@ -519,6 +519,16 @@ check "unwritable job_dir (fail-closed): daemons still up" daemons_up
 # updated on one node only, or a capture missing on one node, would make that node plan
 # otherwise; srun's digest of its inputs makes the step fail instead, under either policy, with
 # one message naming the node and what differs.
+# A step that one node fails: srun exits non-zero, and that node alone says, once and naming itself,
+# what differs from srun's inputs. Args: name (its .err in $OUT), srun's exit code, node, what
+# differs (a grep regex), what the case is.
+node_fails_step() {
+  local name=$1 rc=$2 node=$3 what=$4 desc=$5
+  check "$desc: the step fails" test "$rc" -ne 0
+  check "$desc: one message, from $node, naming $node and what differs" \
+    test "$(grep -c "slurmstepd-$node: error: topo-aware: $node: its inputs differ from srun's: $what" \
+      "$OUT/$name.err")" -eq 1
+}
 agree_setup() {
   local n
   for n in "$LAB/local" "$LAB"/local.node*; do
@@ -541,18 +551,14 @@ for policy in fail-open fail-closed; do
   set_plugstack "config=$LAB/etc/topo-aware.toml" policy=$policy
   echo "# updated on node3 only" >>"$LAB/local.node3/topology.conf"
   lab_srun disagree-fabric-$policy -N4 -n32 --topo-aware=tp=8 "$ENVDUMP"
-  check "a fabric file changed on node3 only ($policy): the step fails" test $? -ne 0
-  check "a fabric file changed on node3 only ($policy): one message naming node3 and the fabric" \
-    test "$(grep -c "topo-aware: node3: its inputs differ from srun's: the fabric .*; failing the step" \
-      "$OUT/disagree-fabric-$policy.err")" -eq 1
+  node_fails_step disagree-fabric-$policy $? node3 "the fabric .*; failing the step" \
+    "a fabric file changed on node3 only ($policy)"
   agree_setup
   set_plugstack "config=$LAB/etc/topo-aware.toml" policy=$policy
   rm -f "$LAB/local.node2/dgx-h100.xml"
   lab_srun disagree-capture-$policy -N4 -n32 --topo-aware=tp=8 "$ENVDUMP"
-  check "a capture missing on node2 only ($policy): the step fails" test $? -ne 0
-  check "a capture missing on node2 only ($policy): one message naming node2 and the captures" \
-    test "$(grep -c "topo-aware: node2: its inputs differ from srun's: the node captures" \
-      "$OUT/disagree-capture-$policy.err")" -eq 1
+  node_fails_step disagree-capture-$policy $? node2 "the node captures" \
+    "a capture missing on node2 only ($policy)"
   agree_setup
 done
 
@@ -592,10 +598,8 @@ if id nobody >/dev/null 2>&1 && command -v runuser >/dev/null; then
     chmod 0600 "$LAB/local.node2/dgx-h100.xml"
     (cd / && timeout 60 runuser -u nobody -- srun -N4 -n32 --topo-aware=tp=8 "$ENVDUMP") \
       >"$OUT/unreadable-$policy.out" 2>"$OUT/unreadable-$policy.err"
-    check "a capture unreadable on node2 only ($policy): the step fails" test $? -ne 0
-    check "a capture unreadable on node2 only ($policy): one message naming node2 and the captures" \
-      test "$(grep -c "topo-aware: node2: its inputs differ from srun's: the node captures" \
-        "$OUT/unreadable-$policy.err")" -eq 1
+    node_fails_step unreadable-$policy $? node2 "the node captures" \
+      "a capture unreadable on node2 only ($policy)"
     agree_setup
   done
 else
@@ -626,10 +630,8 @@ for policy in fail-open fail-closed; do
   rm -rf "$LAB/local.node3/live-sysfs"
   cp -a "$OUT/live-faults/pcie-gpu-x8" "$LAB/local.node3/live-sysfs"
   lab_srun live-differs-$policy -N4 -n32 --topo-aware=tp=8 "$ENVDUMP"
-  check "a host without a capture modeled otherwise on node3 ($policy): the step fails" test $? -ne 0
-  check "a host without a capture modeled otherwise on node3 ($policy): one message naming node3" \
-    test "$(grep -c "topo-aware: node3: its inputs differ from srun's: the live-discovered model" \
-      "$OUT/live-differs-$policy.err")" -eq 1
+  node_fails_step live-differs-$policy $? node3 "the live-discovered model" \
+    "a host without a capture modeled otherwise on node3 ($policy)"
   live_setup
 done
 rm -rf "$LAB/local/live-sysfs" "$LAB"/local.node*/live-sysfs
@@ -656,10 +658,8 @@ for policy in fail-open fail-closed; do
   echo "required $LAB/local/plugin/topo_aware.so config=$LAB/etc/topo-aware.toml policy=$policy" \
     >"$LAB/etc/plugstack.conf"
   lab_srun two-builds-$policy -N4 -n32 --topo-aware=tp=8 "$ENVDUMP"
-  check "another build of the plugin on node3 ($policy): the step fails" test $? -ne 0
-  check "another build of the plugin on node3 ($policy): one message naming node3 and the build" \
-    test "$(grep -c "topo-aware: node3: its inputs differ from srun's: the plugin's build" \
-      "$OUT/two-builds-$policy.err")" -eq 1
+  node_fails_step two-builds-$policy $? node3 "the plugin's build" \
+    "another build of the plugin on node3 ($policy)"
 done
 rm -rf "$LAB/local/plugin" "$LAB"/local.node*/plugin
 set_plugstack "config=$LAB/etc/topo-aware.toml"
