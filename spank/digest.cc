@@ -77,11 +77,11 @@ struct Part {
   const char* name;
   std::string Digest::*field;
 };
-constexpr Part kParts[] = {
-    {"build", &Digest::build},       {"config", &Digest::config}, {"fabric", &Digest::fabric},
-    {"captures", &Digest::captures}, {"live", &Digest::live},     {"health", &Digest::health},
-    {"hostfile", &Digest::hostfile}, {"spec", &Digest::spec},     {"gpus", &Digest::gpus},
-    {"port", &Digest::port}};
+constexpr Part kParts[] = {{"build", &Digest::build},       {"config", &Digest::config},
+                           {"fabric", &Digest::fabric},     {"captures", &Digest::captures},
+                           {"live", &Digest::live},         {"health", &Digest::health},
+                           {"hostfile", &Digest::hostfile}, {"spec", &Digest::spec},
+                           {"gpus", &Digest::gpus},         {"port", &Digest::port}};
 constexpr const char* kVersion = "v2";
 constexpr const char* kUnmodified = "unmodified";
 
@@ -113,8 +113,8 @@ Digest digest_of(const Config& config, const std::vector<std::string>& plugstack
   d.captures = caps.hex();
   // The live model as used: what this machine's discovery gives, the one thing a capture-less
   // host's model depends on besides the configuration.
-  d.live = inputs.with_live ? hash_of(topology::node_to_json(launch::discover_this_node(config)))
-                            : "-";
+  d.live =
+      inputs.with_live ? hash_of(topology::node_to_json(launch::discover_this_node(config))) : "-";
   d.health = hash_of(inputs.health);
   if (inputs.hostfile == nullptr) {
     d.hostfile = "-";
@@ -140,8 +140,8 @@ std::string encode_gpus(const std::vector<std::string>& hosts, const std::vector
   }
   std::string out;
   for (const auto& [count, names] : by_count) {
-    out += (out.empty() ? "" : ";") + std::to_string(count) + ":" +
-           topology::compress_hostlist(names);
+    out +=
+        (out.empty() ? "" : ";") + std::to_string(count) + ":" + topology::compress_hostlist(names);
   }
   return out.empty() ? "-" : out;
 }
@@ -159,7 +159,8 @@ std::map<std::string, int> decode_gpus(const std::string& text) {
       throw topology::Error(topology::ErrorCode::kBadInput, "SLURM_TOPO_AWARE_DIGEST",
                             "cannot read gpus '" + group + "'");
     }
-    for (auto& host : topology::expand_hostlist(group.substr(colon + 1), "SLURM_TOPO_AWARE_DIGEST")) {
+    for (auto& host :
+         topology::expand_hostlist(group.substr(colon + 1), "SLURM_TOPO_AWARE_DIGEST")) {
       out[host] = count;
     }
   }
@@ -213,7 +214,8 @@ std::string differences(const Digest& srun, const Digest& here, const Config& co
   auto add = [&](bool differ, const std::string& what) {
     if (differ) out += (out.empty() ? "" : ", ") + what;
   };
-  add(srun.build != here.build, std::string("the plugin's build (") + launch::build_id() + " here)");
+  add(srun.build != here.build,
+      std::string("the plugin's build (") + launch::build_id() + " here)");
   add(srun.config != here.config,
       "the configuration" + (config.path.empty() ? std::string() : " (" + config.path + ")"));
   add(srun.fabric != here.fabric, "the fabric (" + config.fabric + ")");

@@ -46,8 +46,8 @@ struct Digest {
 
 // What the digest is computed from besides the configuration, the fabric and the SPEC.
 struct DigestInputs {
-  bool with_live = false;    // hash this machine's live model (a host without a capture)
-  std::string health;        // health_text srun planned with / the node received
+  bool with_live = false;          // hash this machine's live model (a host without a capture)
+  std::string health;              // health_text srun planned with / the node received
   const char* hostfile = nullptr;  // SLURM_HOSTFILE's path, or nullptr when unset
 };
 

@@ -234,8 +234,7 @@ int ta_step_prepare(const struct ta_step* step, char* err, size_t errlen) {
     return TA_EFAIL;
   }
   const int rc = guarded(err, errlen, [&] {
-    return spank::prepare_on_node(s.config, s.args, s.spec, *step, &s.step) ? TA_OK
-                                                                             : TA_UNMODIFIED;
+    return spank::prepare_on_node(s.config, s.args, s.spec, *step, &s.step) ? TA_OK : TA_UNMODIFIED;
   });
   // Only a job directory this node cannot write leaves a plan standing (without its XML).
   if (rc != TA_OK && rc != TA_ENODE) s.step = spank::PreparedStep{};

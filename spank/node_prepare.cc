@@ -113,7 +113,8 @@ bool prepare_on_node(const launch::Config& config, const std::vector<std::string
   if (!differ.empty()) throw DisagreeError("its inputs differ from srun's: " + differ);
   // The degraded NICs srun planned with: every node applies the same (nodes do not read the
   // health directory themselves, whose reports change while a step starts).
-  if (!health.empty()) topology::apply_health(fabric, topology::parse_health(health, TA_HEALTH_ENV));
+  if (!health.empty())
+    topology::apply_health(fabric, topology::parse_health(health, TA_HEALTH_ENV));
   launch::check_hosts_in_fabric(fabric, shape.hosts, config);
   const launch::NodeModels nodes =
       reading([&] { return launch::load_nodes(config, fabric, shape.hosts); });

@@ -27,8 +27,8 @@ struct PreparedStep {
 };
 
 // Returns false when srun decided that the step runs unmodified (it told the user). Throws
-// DisagreeError (step.h), launch::RequestError, NodeLocalError (job_dir.h: `out` is ready, the XML is
-// missing) and, for what fails alike on every node, anything else.
+// DisagreeError (step.h), launch::RequestError, NodeLocalError (job_dir.h: `out` is ready, the XML
+// is missing) and, for what fails alike on every node, anything else.
 bool prepare_on_node(const launch::Config& config, const std::vector<std::string>& args,
                      const std::string& spec, const ta_step& step, PreparedStep* out);
 

@@ -27,11 +27,11 @@ struct ta_context {
   int option_env_set;      /* 1 while srun's environment holds the option only because the
                             * TOPO_AWARE fallback put it there */
   /* slurmstepd */
-  int skip;                /* 1: a step topo-aware leaves alone (batch, extern, option absent,
-                            * srun's verdict), 0: topo-aware's */
-  int failed;              /* user_init's failure kind (TA_E*), 0: none; task_init acts on it */
+  int skip;   /* 1: a step topo-aware leaves alone (batch, extern, option absent,
+               * srun's verdict), 0: topo-aware's */
+  int failed; /* user_init's failure kind (TA_E*), 0: none; task_init acts on it */
   uint32_t job_id, step_id, node_id;
-  char host[256];          /* this node's name, for messages */
+  char host[256]; /* this node's name, for messages */
   char reason[TA_ERRLEN];
 };
 extern struct ta_context ta_ctx;

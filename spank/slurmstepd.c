@@ -74,9 +74,10 @@ static void resolve_master(void) {
     }
     if (nodes != NULL) slurm_free_node_info_msg(nodes);
     if (addr[0] == '\0' && ta_ctx.node_id == 0) {
-      slurm_spank_log("topo-aware: warning: MASTER_ADDR=%s does not resolve and Slurm gives no "
-                      "other address for it",
-                      master);
+      slurm_spank_log(
+          "topo-aware: warning: MASTER_ADDR=%s does not resolve and Slurm gives no "
+          "other address for it",
+          master);
     }
   }
   ta_step_set_master(addr[0] != '\0' ? addr : NULL);
@@ -158,8 +159,7 @@ static void report(void) {
 int ta_stepd_user_init(spank_t sp) {
   char err[TA_ERRLEN] = "";
   static char nodelist[65536], tasks_per_node[65536], step_gpus[1024], spec[TA_SPEC_MAX],
-      distribution[256], mpi_type[64], hostfile[4096], digest[TA_DIGEST_MAX],
-      health[TA_HEALTH_MAX];
+      distribution[256], mpi_type[64], hostfile[4096], digest[TA_DIGEST_MAX], health[TA_HEALTH_MAX];
   char *hosts = NULL, *user_env = NULL;
   uint32_t i;
   struct ta_step step;

@@ -28,8 +28,8 @@ int ta_srun_option(const char *optarg) {
   char err[TA_ERRLEN] = "";
   const char *env = getenv("TOPO_AWARE");
   /* TOPO_AWARE handed over as the option (ta_srun_init) comes first; the command line after. */
-  ta_ctx.spec_origin = env != NULL && optarg != NULL && strcmp(env, optarg) == 0 ? "TOPO_AWARE"
-                                                                                 : "--topo-aware";
+  ta_ctx.spec_origin =
+      env != NULL && optarg != NULL && strcmp(env, optarg) == 0 ? "TOPO_AWARE" : "--topo-aware";
   if (ta_set_spec(optarg, err, sizeof err) != 0) {
     slurm_error("topo-aware: invalid --topo-aware=%s: %s", ta_spec_for_message(optarg), err);
     ta_ctx.option_invalid = 1;
@@ -80,9 +80,12 @@ int ta_srun_init_post_opt(void) {
 
 static void emit(void *arg, int level, const char *line) {
   (void)arg;
-  if (level == 1) slurm_verbose("%s", line);
-  else if (level == 3) slurm_spank_log("%s", line);
-  else slurm_info("%s", line);
+  if (level == 1)
+    slurm_verbose("%s", line);
+  else if (level == 3)
+    slurm_spank_log("%s", line);
+  else
+    slurm_info("%s", line);
 }
 
 /* The job's GRES detail per host ("gpu:8(IDX:0-7)"), newline-separated in the order of its node

@@ -54,9 +54,9 @@ std::string unmodified_digest() {
 void check_request(const launch::Config* config, const std::string& spec, const SrunStep& step) {
   try {
     const mapper::LaunchSpec launch_spec = launch::parse_spec(spec);
-    const mapper::Ids ids =
-        launch_spec.ids_given ? launch_spec.ids
-                              : (config != nullptr ? config->ids : mapper::Ids::kPlan);
+    const mapper::Ids ids = launch_spec.ids_given
+                                ? launch_spec.ids
+                                : (config != nullptr ? config->ids : mapper::Ids::kPlan);
     launch::check_ids(ids, step.mpi_type);
     const mapper::Launcher asked =
         launch_spec.launcher != mapper::Launcher::kAuto
@@ -68,8 +68,7 @@ void check_request(const launch::Config* config, const std::string& spec, const 
       try {
         launch::layout_for(launch_spec, static_cast<int>(step.ntasks));
       } catch (const mapper::Error& e) {
-        throw RequestError(std::string(e.what()) + " (" + std::to_string(step.ntasks) +
-                           " tasks)");
+        throw RequestError(std::string(e.what()) + " (" + std::to_string(step.ntasks) + " tasks)");
       }
     }
   } catch (const RequestError&) {
@@ -109,14 +108,14 @@ SrunVerdict check_on_srun(const launch::Config& config, const std::vector<std::s
     gpus[h] = gpus_in_gres(step.gres[h]);
   }
   digest.gpus = encode_gpus(hosts, gpus);
-  digest.port = std::to_string(
-      launch::master_port(step.job_id, step.step_id, launch::ephemeral_ports()));
+  digest.port =
+      std::to_string(launch::master_port(step.job_id, step.step_id, launch::ephemeral_ports()));
   SrunVerdict verdict{encode(digest), health.text};
 
   if (!config.judge_allocation || hosts.empty()) return verdict;
   bool spread = false;
-  std::string line = "topo-aware: job " + std::to_string(step.job_id) + ": " +
-                     judge_line(fabric, hosts, &spread);
+  std::string line =
+      "topo-aware: job " + std::to_string(step.job_id) + ": " + judge_line(fabric, hosts, &spread);
   if (spread) line += "; more spread than the fabric allows";
   out(spread ? 3 : 0, line);
   // The summary plans the step as Slurm's block distribution would lay it out; srun cannot know

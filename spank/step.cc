@@ -5,8 +5,8 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <set>
 #include <sstream>
 
@@ -141,7 +141,8 @@ StepPlan plan_step(const Config& config, const mapper::LaunchSpec& launch, const
                         "(SLURM_STEP_GPUS=" + here.step_gpus + "), the plan gives it " +
                         std::to_string(request.tasks_per_host[here.node]) +
                         " workers from the GPUs the job holds on each host; a step on part of "
-                        "its job's GPUs runs with nproc=" + std::to_string(mine.size()));
+                        "its job's GPUs runs with nproc=" +
+                        std::to_string(mine.size()));
   }
 
   s.plan = mapper::plan(fabric, nodes.per_host, request);
@@ -269,13 +270,31 @@ mapper::Environment task_env(const StepPlan& s, std::uint32_t global_task,
 }
 
 const std::vector<std::string>& exported_names() {
-  static const std::vector<std::string> names = {
-      "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "NODE_RANK", "MASTER_ADDR",
-      "MASTER_PORT", "CUDA_VISIBLE_DEVICES", "NCCL_TOPO_FILE", "NCCL_IB_HCA",
-      "NCCL_SOCKET_IFNAME", "NCCL_CROSS_NIC", "TOPO_AWARE_RANK", "TOPO_AWARE_COORDS", "NNODES",
-      "NPROC_PER_NODE", "PET_MASTER_ADDR", "PET_MASTER_PORT", "PET_NNODES", "PET_NODE_RANK",
-      "PET_NPROC_PER_NODE", "GLOO_SOCKET_IFNAME", "JAX_COORDINATOR_ADDRESS",
-      "TOPO_AWARE_LAUNCHER", "TOPO_AWARE_HOSTFILE"};
+  static const std::vector<std::string> names = {"RANK",
+                                                 "LOCAL_RANK",
+                                                 "WORLD_SIZE",
+                                                 "LOCAL_WORLD_SIZE",
+                                                 "NODE_RANK",
+                                                 "MASTER_ADDR",
+                                                 "MASTER_PORT",
+                                                 "CUDA_VISIBLE_DEVICES",
+                                                 "NCCL_TOPO_FILE",
+                                                 "NCCL_IB_HCA",
+                                                 "NCCL_SOCKET_IFNAME",
+                                                 "NCCL_CROSS_NIC",
+                                                 "TOPO_AWARE_RANK",
+                                                 "TOPO_AWARE_COORDS",
+                                                 "NNODES",
+                                                 "NPROC_PER_NODE",
+                                                 "PET_MASTER_ADDR",
+                                                 "PET_MASTER_PORT",
+                                                 "PET_NNODES",
+                                                 "PET_NODE_RANK",
+                                                 "PET_NPROC_PER_NODE",
+                                                 "GLOO_SOCKET_IFNAME",
+                                                 "JAX_COORDINATOR_ADDRESS",
+                                                 "TOPO_AWARE_LAUNCHER",
+                                                 "TOPO_AWARE_HOSTFILE"};
   return names;
 }
 

@@ -78,7 +78,8 @@ class Facade : public ::testing::Test {
     l.nnodes = static_cast<std::uint32_t>(nhosts);
     l.ntasks = s.ntasks;
     l.hostfile = s.hostfile;
-    const int rc = ta_local_check(&l, [](void*, int, const char*) {}, nullptr, err_, sizeof err_);
+    const int rc = ta_local_check(
+        &l, [](void*, int, const char*) {}, nullptr, err_, sizeof err_);
     digest_ = ta_local_digest();
     health_ = ta_local_health() != nullptr ? ta_local_health() : "";
     s.digest = digest_.c_str();

@@ -2,6 +2,8 @@
 // cluster (node[1-4], DGX H100s): a per-node launcher (one task per host spawning its workers),
 // ids=slurm, MPI tasks placed by the plan's own hostfile, and the requests no style can honour,
 // which srun and every node refuse alike under either policy.
+#include "step.h"
+
 #include <gtest/gtest.h>
 
 #include <iterator>
@@ -9,7 +11,6 @@
 #include <sstream>
 
 #include "facade_fixture.h"
-#include "step.h"
 #include "topoaware/launch/inputs.h"
 #include "topoaware/mapper/synthetic.h"
 
@@ -373,8 +374,8 @@ TEST_F(LaunchStyle, ALiveModelThatDiffersOnOneNodeFailsTheStep) {
   fs::copy(kSource + "/tests/fixtures/sysfs/dgx-h100", sysfs,
            fs::copy_options::recursive | fs::copy_options::copy_symlinks);
   std::ofstream(config_) << "fabric = \"" << kFabric << "\"\njob_dir = \""
-                         << (dir_ / "jobs").string() << "\"\ndiscover_fsroot = \""
-                         << sysfs.string() << "\"\n";
+                         << (dir_ / "jobs").string() << "\"\ndiscover_fsroot = \"" << sysfs.string()
+                         << "\"\n";
   // No [[node]] and a fabric whose node types name no capture: every host is modeled live.
   const fs::path fabric = dir_ / "fabric.conf";
   std::ofstream(fabric) << "SwitchName=leaf1 Nodes=node[1-2]\nSwitchName=leaf2 Nodes=node[3-4]\n"

@@ -245,10 +245,10 @@ std::string render_env(const mapper::RankPlan& p, mapper::Ids ids, const MapOpti
   mapper::EnvOptions env;
   env.job_id = o.job_id;
   // As srun derives it for the step (launch/port.h), with this machine's ephemeral range.
-  env.master_port = !o.master_port.empty()
-                        ? o.master_port
-                        : std::to_string(launch::master_port(o.job_id, o.step_id,
-                                                             launch::ephemeral_ports()));
+  env.master_port =
+      !o.master_port.empty()
+          ? o.master_port
+          : std::to_string(launch::master_port(o.job_id, o.step_id, launch::ephemeral_ports()));
   env.master_addr = o.master_addr;
   env.topo_file = o.topo_file;
   env.one_gpu_visible = o.one_gpu_visible;

@@ -69,12 +69,13 @@ Loaded load_inputs(const MapInputs& in) {
   }
   if (!in.guid_map.empty()) site.guid_map = in.guid_map;
   if (site.fabric.empty()) {
-    throw UsageError(!in.config.empty() ? "--config " + in.config + " names no fabric; give --fabric FILE"
-                                        : "--fabric FILE (or --config PLUGIN.toml) is required");
+    throw UsageError(!in.config.empty()
+                         ? "--config " + in.config + " names no fabric; give --fabric FILE"
+                         : "--fabric FILE (or --config PLUGIN.toml) is required");
   }
   if (!in.oversubscription.empty()) {
-    site.oversubscription = topology::parse_oversubscription(in.oversubscription,
-                                                             "--oversubscription");
+    site.oversubscription =
+        topology::parse_oversubscription(in.oversubscription, "--oversubscription");
   }
   if (!in.routing.empty()) site.routing = topology::parse_routing(in.routing, "--routing");
   Loaded out;
@@ -125,10 +126,10 @@ Loaded load_inputs(const MapInputs& in) {
     for (const auto& h : hosts) {
       // Offline there is no live machine to stand in for a host, as a node would for itself.
       if (launch::capture_for(site, out.fabric, h).empty()) {
-        throw UsageError("host " + h + " has no node type with a capture in " + site.fabric +
-                         (!in.config.empty() ? " nor a [[node]] capture in " + in.config
-                                             : std::string()) +
-                         "; give --gpus-per-node N or --node-type CAPTURE");
+        throw UsageError(
+            "host " + h + " has no node type with a capture in " + site.fabric +
+            (!in.config.empty() ? " nor a [[node]] capture in " + in.config : std::string()) +
+            "; give --gpus-per-node N or --node-type CAPTURE");
       }
     }
     launch::NodeModels models = launch::load_nodes(site, out.fabric, hosts);
@@ -189,8 +190,8 @@ Loaded load_inputs(const MapInputs& in) {
     throw mapper::Error("--layout " + in.layout + ": " + e.what());
   }
   out.request = std::move(req.request);
-  out.launcher = req.style == launch::Style::kPerNode ? mapper::Launcher::kPerNode
-                                                       : mapper::Launcher::kPerGpu;
+  out.launcher =
+      req.style == launch::Style::kPerNode ? mapper::Launcher::kPerNode : mapper::Launcher::kPerGpu;
   out.ids = req.ids;
   mapper::Request& r = out.request;
   r.algorithm = algorithm_from(in.algo);

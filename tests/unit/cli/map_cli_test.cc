@@ -55,8 +55,8 @@ TEST(MapCliTest, EnvLinesPerTaskSortedByName) {
   for (const auto& [task, n] : names) EXPECT_TRUE(std::is_sorted(n.begin(), n.end())) << task;
   EXPECT_EQ(env[0]["WORLD_SIZE"], "32");
   // MASTER_PORT as srun derives it for step 0 of job 77 on this machine (launch/port.h).
-  const std::string port = std::to_string(topoaware::launch::master_port(
-      77, 0, topoaware::launch::ephemeral_ports()));
+  const std::string port =
+      std::to_string(topoaware::launch::master_port(77, 0, topoaware::launch::ephemeral_ports()));
   EXPECT_EQ(env[0]["MASTER_PORT"], port);
   // Another step of the same job listens elsewhere: two steps may run at once.
   CliRun step1 = cli("map " + lab_args() +

@@ -1,5 +1,5 @@
-// A file descriptor closed when it goes out of scope: file I/O done inside slurmstepd (the plugin's,
-// and this library's on its behalf) never leaks one, whatever throws.
+// A file descriptor closed when it goes out of scope: file I/O done inside slurmstepd (the
+// plugin's, and this library's on its behalf) never leaks one, whatever throws.
 #pragma once
 
 #include <unistd.h>
