@@ -5,11 +5,65 @@
 # then a short pass of every parser's fuzz target (clang, build/fuzz; scripts/fuzz.sh); on Debian 12
 # last the whole tree again with Debian 13's GCC in a debootstrap root of it, unit tests included
 # (scripts/root-build.sh; docs/install.md).
+#
+# It says what it ran: each suite (ctest label: unit, cli, bench, lint, slurm, e2e; the e2e's own
+# suites e2e and clients) as "N passed, M failed, K skipped", and each must pass at least the
+# count below, so that a suite that quietly stopped running cannot pass. Under CI=true (.ci/run
+# sets it) nothing in the end-to-end test may be skipped: the machine has everything
+# (scripts/deps.sh test), and a skip there fails with its reason.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
 jobs=${JOBS:-$(nproc)}
+strict=0
+[ "${CI:-}" = true ] && strict=1
+# What each suite runs today, a little under: raise them as suites grow, never lower one to let
+# a skip through.
+min_unit=370 min_cli=60 min_e2e=160 min_clients=28
 scripts/deps.sh test
+
+counts=()
+# ctest over one label; prints and keeps "label: N passed, M failed, K skipped" and fails when a
+# test failed or fewer than `min` passed. Args: build dir, label, min, ctest args...
+suite() {
+  local dir=$1 label=$2 min=$3 log rc total failed skipped passed
+  shift 3
+  log=$dir/ctest-$label.log
+  set +e
+  ctest --test-dir "$dir" -L "^$label\$" --output-on-failure "$@" 2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
+  set -e
+  total=$(sed -nE 's/.* ([0-9]+) tests? failed out of ([0-9]+).*/\2/p' "$log" | tail -1)
+  failed=$(sed -nE 's/.* ([0-9]+) tests? failed out of ([0-9]+).*/\1/p' "$log" | tail -1)
+  skipped=$(grep -cE '^[[:space:]]*[0-9]+ - .*\((Skipped|Not Run|Disabled)\)' "$log" || true)
+  passed=$(( ${total:-0} - ${failed:-0} - skipped ))
+  counts+=("$label ($(basename "$dir")): $passed passed, ${failed:-0} failed, $skipped skipped")
+  echo "== $label: $passed passed, ${failed:-0} failed, $skipped skipped (at least $min must pass)"
+  if [ "$rc" -ne 0 ]; then return 1; fi
+  if [ "$passed" -lt "$min" ]; then
+    echo "topo-aware: the $label suite passed $passed tests, fewer than the $min it runs" >&2
+    return 1
+  fi
+}
+
+# The end-to-end test's own summary (tests/e2e/run.sh writes it), printed to the log and held
+# against its minimums; a skipped e2e is allowed only outside CI (and says why).
+e2e_summary() {
+  local file=$1/e2e-summary.txt s n
+  echo "== e2e summary ($file)"
+  [ -f "$file" ] || { echo "topo-aware: the e2e wrote no summary" >&2; return 1; }
+  cat "$file"
+  counts+=("$(tail -1 "$file")")
+  if grep -q '^e2e: SKIP:' "$file" && [ $strict = 0 ]; then return 0; fi
+  for s in e2e clients; do
+    n=$(sed -nE "s/^e2e: suite $s: ([0-9]+) passed.*/\1/p" "$file")
+    local min_var=min_$s
+    if [ "${n:-0}" -lt "${!min_var}" ]; then
+      echo "topo-aware: the e2e's $s suite passed ${n:-0} checks, fewer than the ${!min_var} it runs" >&2
+      return 1
+    fi
+  done
+}
 
 build() {  # dir, extra cmake args...
   local dir=$1; shift
@@ -20,7 +74,14 @@ build() {  # dir, extra cmake args...
 echo "== release build (warnings as errors)"
 build build/release
 echo "== release tests"
-ctest --test-dir build/release --output-on-failure -j "$jobs"
+suite build/release unit "$min_unit" -j "$jobs"
+suite build/release cli "$min_cli" -j "$jobs"
+suite build/release bench 1 -j "$jobs"
+suite build/release lint 3 -j "$jobs"
+suite build/release slurm 0
+rm -f build/release/e2e-summary.txt
+suite build/release e2e 0
+e2e_summary build/release
 
 echo "== sanitizer build (ASan + UBSan)"
 # -O1 and line tables only (reports still name file and line): on 2 cores this build took 932 s
@@ -33,9 +94,12 @@ echo "== sanitizer tests"
 # every first topology and last destroy; with enough such modules GCC 12's LeakSanitizer scans
 # the stale dynamic-TLS block of a closed one and its tracer dies of SIGSEGV after the test
 # passed ("Tracer caught signal 11", DTLS at 0x8e1). Leak checking stays on.
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:intercept_tls_get_addr=0 \
-UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build/asan --output-on-failure -j "$jobs" -E '^e2e$'
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:intercept_tls_get_addr=0
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+suite build/asan unit "$min_unit" -j "$jobs"
+suite build/asan cli "$min_cli" -j "$jobs"
+suite build/asan slurm 0
+unset ASAN_OPTIONS UBSAN_OPTIONS
 
 echo "== fuzz targets, 10 s each (scripts/fuzz.sh)"
 # Every target, hwloc_xml included: hwloc's XML import now runs first in a forked child, so
@@ -53,9 +117,11 @@ topoaware_release
 default_suites=""
 [ "$release" = bookworm ] && default_suites=trixie
 suites=${TOPOAWARE_ROOT_SUITES-$default_suites}
-for suite in $suites; do
-  echo "== $suite root: whole tree with its GCC, unit tests (scripts/root-build.sh)"
+for root_suite in $suites; do
+  echo "== $root_suite root: whole tree with its GCC, unit tests (scripts/root-build.sh)"
   t0=$SECONDS
-  scripts/root-build.sh "$suite" gcc
-  echo "topo-aware: $suite stage took $((SECONDS - t0)) s"
+  scripts/root-build.sh "$root_suite" gcc
+  echo "topo-aware: $root_suite stage took $((SECONDS - t0)) s"
 done
+echo "== what ran"
+printf '  %s\n' "${counts[@]}"

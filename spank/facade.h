@@ -1,4 +1,5 @@
-/* The C facade between the SPANK shell (topo_aware_spank.c) and the topo-aware libraries.
+/* The C facade between the SPANK shell (topo_aware_spank.c and its per-context files) and the
+ * topo-aware libraries.
  *
  * slurm/spank.h is not C++-safe, so the shell is C and everything topo-aware does lives behind
  * these plain-C functions. Their C++ bodies (facade.cc) catch every exception: a function
@@ -6,16 +7,25 @@
  * truncated to `errlen`). No exception, and no C++ type, crosses this boundary. The facade keeps
  * one process-wide state: a SPANK plugin is loaded once per srun/sbatch/slurmstepd process.
  *
- * Failures come in three kinds, by what the shell must do with them:
- *   TA_EFAIL     something topo-aware needs is missing or broken: the policy decides (fail-open
- *                warns and leaves the job as Slurm launched it, fail-closed fails it);
+ * A step runs with the same plan on every node or unmodified on every node, never mixed. srun
+ * decides first: it reads the inputs and hands every node a digest of them (srun_check.h), or,
+ * when it cannot plan under fail-open, the verdict that the step runs unmodified. Failures come
+ * in these kinds, by what the shell must do with them:
+ *   TA_EFAIL     something topo-aware needs is missing or broken, alike on every node (srun's
+ *                own failure, or one every node that agreed with srun meets): the policy decides
+ *                (fail-open warns once and leaves the job as Slurm launched it, fail-closed fails
+ *                it);
  *   TA_ENODE     a problem of this node only (its job directory): the plan stands, its tasks
- *                go without NCCL_TOPO_FILE (fail-open);
+ *                go without NCCL_TOPO_FILE (fail-open, this node warns); fail-closed fails the
+ *                step from this node;
  *   TA_EREQUEST  the user's request cannot be honoured as asked (a SPEC that does not fit the
  *                step, ids=slurm under MPI, ...): refused under either policy;
- *   TA_EDISAGREE this node read other inputs than srun (its digest differs), or cannot plan a
- *                step srun could: the step fails under either policy (mixed rank numberings
- *                would hang it).
+ *   TA_EDISAGREE this node read other inputs than srun (its digest differs), or cannot apply the
+ *                plan every node agreed on (its tasks are not where the plan puts them, Slurm bound
+ *                it other GPUs than the plan's workers): the node fails the step under either
+ *                policy, naming itself (a partial plan would hang it).
+ * And one outcome that is not a failure:
+ *   TA_UNMODIFIED srun decided the step runs unmodified and told the user: the node leaves it.
  */
 #ifndef TOPOAWARE_SPANK_FACADE_H
 #define TOPOAWARE_SPANK_FACADE_H
@@ -33,10 +43,21 @@ typedef void (*ta_line_fn)(void *arg, int level, const char *line);
 typedef int (*ta_env_fn)(void *arg, const char *name, const char *value);
 
 #define TA_OK 0
+#define TA_UNMODIFIED 1
 #define TA_EFAIL (-1)
 #define TA_ENODE (-2)
 #define TA_EREQUEST (-3)
 #define TA_EDISAGREE (-4)
+
+/* What srun hands every node, as SLURM_* variables (Slurm passes those also under
+ * --export=NONE). */
+#define TA_DIGEST_ENV "SLURM_TOPO_AWARE_DIGEST"
+#define TA_HEALTH_ENV "SLURM_TOPO_AWARE_HEALTH"
+/* The longest digest and health text srun hands the nodes, with their NUL: slurmstepd reads them
+ * into buffers of these sizes, and srun refuses to plan with more (a node must never plan without
+ * them). */
+#define TA_DIGEST_MAX 65536
+#define TA_HEALTH_MAX 65536
 
 /* Keeps the plugstack arguments (`config=PATH`, `key=value` overrides). They are parsed strictly,
  * but on first use: a job that does not ask for topo-aware pays nothing and hears nothing. */
@@ -62,27 +83,35 @@ int ta_keep_spec(const char *spec);
 int ta_active(void);
 const char *ta_spec(void);
 
+/* The names of every variable a task may get, NULL-terminated: the shell notes which of them the
+ * user set before topo-aware touches the task (those are kept, unless configured otherwise). */
+const char *const *ta_exported_names(void);
+
 /* What srun knows before launch. */
 struct ta_local {
   uint32_t job_id;
+  uint32_t step_id;
   const char *hosts;          /* the allocation's hosts, newline-separated, Slurm's order */
+  const char *gres;           /* per host of `hosts`, Slurm's GRES detail ("gpu:8(IDX:0-7)"),
+                               * newline-separated; NULL when slurmctld gave none */
   uint32_t nnodes;            /* the step's node count */
   uint32_t ntasks;            /* the step's task count */
   const char *mpi_type;       /* SLURM_MPI_TYPE where srun sees it, or NULL */
-  const char *gpus_per_node;  /* SLURM_GPUS_PER_NODE ("4", "h100:4") or NULL */
+  const char *hostfile;       /* SLURM_HOSTFILE where srun sees it, or NULL */
 };
 
 /* srun, before launch: checks the SPEC against the step (TA_EREQUEST when it cannot be
- * honoured), judges the allocation against the fabric and emits the one-line verdict at level 0
- * and the plan summary at level 1 (when the step spans the whole allocation). Any other problem
- * returns TA_EFAIL with the reason; the shell applies the policy. */
+ * honoured), reads the inputs and makes the digest every node compares with its own, judges the
+ * allocation against the fabric and emits the one-line verdict at level 0 and the plan summary at
+ * level 1 (when the step spans the whole allocation). Any other problem returns TA_EFAIL with the
+ * reason; the shell applies the policy. */
 int ta_local_check(const struct ta_local *step, ta_line_fn out, void *arg, char *err,
                    size_t errlen);
-/* The digest of the inputs srun read (digest.h), once ta_local_check read them, else NULL: the
- * shell hands it to the nodes as SLURM_TOPO_AWARE_DIGEST. */
+/* What srun hands the nodes as TA_DIGEST_ENV: the digest of the inputs ta_local_check read, or,
+ * until it succeeded, the verdict that every node runs the step unmodified. */
 const char *ta_local_digest(void);
 /* The degraded NICs srun read from health_dir and planned with, as text for the nodes
- * (SLURM_TOPO_AWARE_HEALTH), or NULL. */
+ * (TA_HEALTH_ENV, under TA_HEALTH_MAX), or NULL. */
 const char *ta_local_health(void);
 
 /* What slurmstepd knows about the step, in plain C. */
@@ -93,23 +122,22 @@ struct ta_step {
   uint32_t gid;
   uint32_t node_id;          /* S_JOB_NODEID */
   uint32_t ntasks;           /* S_JOB_TOTAL_TASK_COUNT */
-  const char *host;          /* this node's name as far as the environment knows (messages) */
   const char *hosts;         /* the step's hosts, newline-separated, Slurm's order */
   const char *tasks_per_node;/* SLURM_STEP_TASKS_PER_NODE ("8(x4)") or NULL */
   const char *step_gpus;     /* SLURM_STEP_GPUS (physical, Slurm-bound) or NULL */
   const char *distribution;  /* SLURM_DISTRIBUTION ("cyclic", "block:cyclic", ...) or NULL */
   const char *mpi_type;      /* SLURM_MPI_TYPE or NULL */
   const char *hostfile;      /* SLURM_HOSTFILE (-m arbitrary) or NULL */
-  const char *digest;        /* SLURM_TOPO_AWARE_DIGEST (srun's), or NULL: nothing to agree on */
-  const char *health;        /* SLURM_TOPO_AWARE_HEALTH (srun's degraded NICs), or NULL */
+  const char *digest;        /* TA_DIGEST_ENV (srun's), or NULL: srun handed none */
+  const char *health;        /* TA_HEALTH_ENV (srun's degraded NICs), or NULL */
   const char *user_env;      /* names the user set in the step's environment, newline-separated */
   const uint32_t *local_global; /* global task id of each local task */
   uint32_t nlocal;
 };
 
 /* Once per node per step, in user_init (privileges dropped to the job's user): node models,
- * fabric, the plan, and the node's NCCL topology XML in the per-job directory. Returns TA_OK or
- * a failure kind. */
+ * fabric, the digest compared with srun's, the plan, and the node's NCCL topology XML in the
+ * per-job directory. Returns TA_OK, TA_UNMODIFIED or a failure kind. */
 int ta_step_prepare(const struct ta_step *step, char *err, size_t errlen);
 /* The plan's rank 0 host (MASTER_ADDR), once the step is prepared, or NULL. */
 const char *ta_step_master_host(void);

@@ -8,9 +8,11 @@
 #include <cerrno>
 #include <cstring>
 
-#include "fd.h"
+#include "topoaware/launch/fd.h"
 
 namespace topoaware::spank {
+
+using launch::Fd;
 namespace {
 
 [[noreturn]] void fail_local(const std::string& what) {
@@ -68,6 +70,14 @@ void remove_job_file(const std::string& dir_path, const std::string& file_name) 
   if (dirfd.fd >= 0 && !file_name.empty()) ::unlinkat(dirfd.fd, file_name.c_str(), 0);
   // ENOTEMPTY is fine: another step or node may still use it.
   ::rmdir(dir_path.c_str());
+}
+
+int make_job_dir_base(const std::string& base) {
+  if (::mkdir(base.c_str(), 01777) == 0) {
+    ::chmod(base.c_str(), 01777);  // past the umask
+    return 0;
+  }
+  return errno == EEXIST ? 0 : -1;
 }
 
 }  // namespace topoaware::spank

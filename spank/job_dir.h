@@ -20,6 +20,10 @@ std::string write_job_file(const std::string& base, std::uint32_t job_id,
                            const std::string& file_name, const std::string& text,
                            std::string* dir_path);
 
+// Creates `base` (root, 01777, like /tmp) when it is missing, so that each job's user can create
+// its own 0700 directory there and nobody can remove another's. Call as root. 0, or -1.
+int make_job_dir_base(const std::string& base);
+
 // Removes the file and then the directory when it is empty (other steps or nodes sharing the
 // filesystem may still use it). Never throws.
 void remove_job_file(const std::string& dir_path, const std::string& file_name);

@@ -8,9 +8,11 @@
 
 #include <cstring>
 
-#include "fd.h"
+#include "topoaware/launch/fd.h"
 
 namespace topoaware::spank {
+
+using launch::Fd;
 
 bool resolves(const std::string& name) {
   addrinfo hints{};

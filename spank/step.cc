@@ -1,8 +1,12 @@
 // A step's plan by launch style (step.h).
 #include "step.h"
 
+#include <sched.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <set>
 #include <sstream>
 #include <utility>
@@ -14,26 +18,6 @@ namespace topoaware::spank {
 namespace {
 
 namespace topology = topoaware::topology;
-using mapper::Launcher;
-
-int sum(const std::vector<int>& v) {
-  long long n = 0;
-  for (int x : v) n += x;
-  if (n > (1 << 22)) throw RequestError("more than 4M ranks in one step");
-  return static_cast<int>(n);
-}
-
-// "what a world of this shape is", for messages: "32 tasks" or "4 hosts x 8 workers".
-std::string world_text(Style style, const std::vector<int>& per_host) {
-  const int world = sum(per_host);
-  if (style != Style::kPerNode) return std::to_string(world) + " tasks";
-  const bool uniform =
-      std::all_of(per_host.begin(), per_host.end(), [&](int g) { return g == per_host.front(); });
-  if (!uniform) return std::to_string(world) + " workers of a per-node launcher";
-  return std::to_string(per_host.size()) + " hosts x " + std::to_string(per_host.front()) +
-         " workers (per-node launcher)";
-}
-
 // Slurm's list of GPUs ("0,1,2,3"), or nullopt-like empty with ok=false when unreadable.
 std::vector<long> parse_gpu_list(const std::string& text, bool* ok) {
   std::vector<long> out;
@@ -92,95 +76,10 @@ void check_hostfile(const mapper::RankPlan& plan, const std::string& text) {
 
 }  // namespace
 
-const char* to_string(Style style) {
-  switch (style) {
-    case Style::kPerGpu:
-      return "per-gpu";
-    case Style::kMpi:
-      return "mpi";
-    case Style::kPerNode:
-      return "per-node";
-  }
-  return "per-gpu";
-}
-
-std::vector<int> workers_per_host(const mapper::LaunchSpec& launch, const NodeModels& nodes,
-                                  int bound) {
-  std::vector<int> out;
-  for (const topology::NodeTopology* n : nodes.per_host) {
-    out.push_back(launch.nproc > 0 ? launch.nproc
-                  : bound > 0      ? bound
-                                   : static_cast<int>(n->gpus().size()));
-  }
-  return out;
-}
-
-StepRequest make_request(const Config& config, const mapper::LaunchSpec& launch,
-                         const StepShape& shape) {
-  StepRequest out;
-  out.ids = launch.ids_given ? launch.ids : config.ids;
-  check_ids(out.ids, shape.mpi_type);
-  const std::string& dist = shape.distribution;
-  const std::string across = dist.substr(0, dist.find_first_of(":,"));
-  // The plan numbers tasks in Slurm's block order, or takes them where the plan's own hostfile put
-  // them; cyclic and plane put other tasks on each slot, unless every host runs one task (srun in
-  // a batch job of one task a node inherits SLURM_DISTRIBUTION=cyclic).
-  const bool one_each =
-      std::all_of(shape.tasks.begin(), shape.tasks.end(), [](int n) { return n <= 1; });
-  if ((across == "cyclic" || across.rfind("plane", 0) == 0) && !one_each) {
-    throw mapper::Error("tasks are in " + across + " distribution (SLURM_DISTRIBUTION=" + dist +
-                        "); topo-aware maps Slurm's block order (-m block), or the plan's own "
-                        "hostfile (-m arbitrary)");
-  }
-  const Launcher asked = launch.launcher != Launcher::kAuto ? launch.launcher : config.launcher;
-  const Launcher launcher = mapper::resolve_launcher(asked, shape.tasks, shape.gpus_per_host);
-  if (across == "arbitrary") {
-    if (launcher == Launcher::kPerNode) {
-      throw RequestError(
-          "-m arbitrary places one task per GPU from a hostfile (MPI); a "
-          "per-node launcher "
-          "(launcher=per-node) runs one task per host in block order");
-    }
-    out.style = Style::kMpi;
-  } else {
-    out.style = launcher == Launcher::kPerNode ? Style::kPerNode : Style::kPerGpu;
-  }
-  mapper::Request& r = out.request;
-  r.hosts = shape.hosts;
-  if (out.style == Style::kPerNode) {
-    for (std::size_t h = 0; h < shape.tasks.size(); ++h) {
-      if (shape.tasks[h] != 1) {
-        throw RequestError("launcher=per-node runs one task per host, but " + shape.hosts[h] +
-                           " runs " + std::to_string(shape.tasks[h]) +
-                           " (srun --ntasks-per-node=1)");
-      }
-    }
-    r.tasks_per_host = shape.gpus_per_host;
-    r.host_blocks = true;
-  } else {
-    r.tasks_per_host = shape.tasks;
-  }
-  const int world = sum(r.tasks_per_host);
-  try {
-    r.layout = layout_for(launch, world);
-  } catch (const mapper::Error& e) {
-    throw RequestError(std::string(e.what()) + " (" + world_text(out.style, r.tasks_per_host) +
-                       ")");
-  }
-  if (out.style == Style::kPerNode) {
-    try {
-      mapper::check_host_blocks(r.layout, r.tasks_per_host);
-    } catch (const mapper::Error& e) {
-      throw RequestError(e.what());
-    }
-  }
-  return out;
-}
-
 StepPlan plan_step(const Config& config, const mapper::LaunchSpec& launch, const StepShape& shape,
                    const NodeStep& here, const topology::Fabric& fabric, const NodeModels& nodes,
                    const std::string& hostfile_text) {
-  StepRequest req = make_request(config, launch, shape);
+  launch::StepRequest req = launch::make_request(config, launch, shape);
   StepPlan s;
   s.style = req.style;
   s.node = here.node;
@@ -201,7 +100,7 @@ StepPlan plan_step(const Config& config, const mapper::LaunchSpec& launch, const
     for (std::size_t i = 0; i < here.node; ++i) first += static_cast<std::uint32_t>(shape.tasks[i]);
     for (std::uint32_t i = 0; i < here.local_global.size(); ++i) {
       if (here.local_global[i] != first + i) {
-        throw mapper::Error("tasks are not in block distribution (task " +
+        throw DisagreeError("its tasks are not in block distribution (task " +
                             std::to_string(here.local_global[i]) + " on " + host +
                             "); topo-aware maps Slurm's block order only (-m block)");
       }
@@ -210,41 +109,48 @@ StepPlan plan_step(const Config& config, const mapper::LaunchSpec& launch, const
 
   bool readable = true;
   const std::vector<long> mine = parse_gpu_list(here.step_gpus, &readable);
-  if (!here.step_gpus.empty()) {
-    s.slurm_bound = true;
-    if (s.style != Style::kPerNode) {
-      // Slurm bound GPUs (gres, maybe cgroups): the plan permutes ranks only. Every node must
-      // compute the same plan, but SLURM_STEP_GPUS lists this node's GPUs alone, and nodes differ
-      // (--gpus-per-task=2 with 3 tasks here and 1 there lists 0-5 here, 0-1 there). So the plan
-      // takes every host's k-th task to hold its GPU k, from the tasks per node that all nodes
-      // share; this node then checks that Slurm bound its own tasks that way, and where it did not,
-      // its tasks keep their ranks (the same on every node) but not the NIC and CPU hints, which
-      // would be another GPU's.
-      for (int count : request.tasks_per_host) {
-        for (int t = 0; t < count; ++t) request.bound_gpu.push_back(t);
-      }
-      bool as_planned = readable && k > 0 && mine.size() >= k && mine.size() % k == 0;
-      const std::size_t per_task = as_planned ? mine.size() / k : 1;
-      for (std::size_t j = 0; as_planned && j < k; ++j) {
-        as_planned = mine[j * per_task] == static_cast<long>(j);
-      }
-      if (!as_planned) {
-        s.gpu_hints = false;
-        s.note = "Slurm bound " + host + "'s " + std::to_string(k) + " tasks to GPUs " +
-                 here.step_gpus +
-                 ", not task k to GPU k as the plan takes it on every node; "
-                 "its tasks keep "
-                 "their ranks, without NCCL_IB_HCA, NCCL_SOCKET_IFNAME and CPU "
-                 "binding";
-      }
+  s.slurm_bound = !here.step_gpus.empty();
+  s.step_gpu_count = mine.size();
+  if (!request.bound_gpu.empty()) {
+    // The plan takes this host's k-th task to hold its GPU k (make_request): where Slurm bound
+    // each task its own GPUs otherwise, its tasks keep their ranks (the same on every node) but
+    // not the NIC and CPU hints, which would be another GPU's.
+    bool as_planned = readable && k > 0 && mine.size() >= k && mine.size() % k == 0;
+    const std::size_t per_task = as_planned ? mine.size() / k : 1;
+    for (std::size_t j = 0; as_planned && j < k; ++j) {
+      as_planned = mine[j * per_task] == static_cast<long>(j);
     }
+    if (s.slurm_bound && !as_planned) {
+      s.gpu_hints = false;
+      s.note = "Slurm bound " + host + "'s " + std::to_string(k) + " tasks to GPUs " +
+               here.step_gpus +
+               ", not task k to GPU k as the plan takes it on every node; its tasks keep their "
+               "ranks, without NCCL_IB_HCA, NCCL_SOCKET_IFNAME and CPU binding";
+    }
+  } else if (s.style != Style::kPerNode && s.slurm_bound) {
+    // srun saw no GPUs held by the job (the plan chose them freely), yet Slurm bound some here.
+    s.gpu_hints = false;
+    s.note = "Slurm bound " + host + " GPUs " + here.step_gpus +
+             " where srun saw none held by the job; its tasks keep their ranks, without "
+             "NCCL_IB_HCA, NCCL_SOCKET_IFNAME and CPU binding";
+  }
+  if (s.style == Style::kPerNode && s.slurm_bound &&
+      mine.size() != static_cast<std::size_t>(request.tasks_per_host[here.node])) {
+    // The launcher would start the plan's workers on devices it cannot see, or leave some unused
+    // while the other hosts count on them.
+    throw DisagreeError("Slurm bound " + std::to_string(mine.size()) + " GPUs to its launcher " +
+                        "(SLURM_STEP_GPUS=" + here.step_gpus + "), the plan gives it " +
+                        std::to_string(request.tasks_per_host[here.node]) +
+                        " workers from the GPUs the job holds on each host; a step on part of "
+                        "its job's GPUs runs with nproc=" +
+                        std::to_string(mine.size()));
   }
 
   s.plan = mapper::plan(fabric, nodes.per_host, request);
 
   if (s.style == Style::kPerNode && s.slurm_bound) {
     // The launcher's workers see Slurm's CUDA_VISIBLE_DEVICES; the plan reorders it when Slurm
-    // bound this host exactly the GPUs the plan uses here.
+    // bound this host exactly the GPUs the plan uses here (as many it always did: checked above).
     std::vector<int> planned(static_cast<std::size_t>(request.tasks_per_host[here.node]), -1);
     for (const auto& t : s.plan.tasks) {
       if (t.host == here.node) planned[static_cast<std::size_t>(t.local_rank)] = t.gpu;
@@ -267,6 +173,32 @@ StepPlan plan_step(const Config& config, const mapper::LaunchSpec& launch, const
     }
   }
 
+  if (s.style != Style::kPerNode && s.slurm_bound && readable) {
+    // Where every task sees all of the step's GPUs here (--gpus-per-node), a framework takes
+    // device LOCAL_RANK: Slurm's list is put in the plan's local rank order (each task's own GPU
+    // at its LOCAL_RANK), the GPUs no task uses after them.
+    std::vector<long> planned;
+    for (const auto& t : s.plan.tasks) {
+      if (t.host != here.node) continue;
+      const auto at = static_cast<std::size_t>(t.local_rank);
+      if (planned.size() <= at) planned.resize(at + 1, -1);
+      planned[at] = t.gpu;
+    }
+    for (long g : planned) {
+      const auto it = std::find(mine.begin(), mine.end(), g);
+      if (it == mine.end()) {
+        s.bound_order.clear();
+        break;
+      }
+      s.bound_order.push_back(static_cast<std::size_t>(it - mine.begin()));
+    }
+    for (std::size_t p = 0; !s.bound_order.empty() && p < mine.size(); ++p) {
+      if (std::find(planned.begin(), planned.end(), mine[p]) == planned.end()) {
+        s.bound_order.push_back(p);
+      }
+    }
+  }
+
   if (s.style == Style::kMpi) {
     // Task g is rank g: Slurm placed it from the hostfile, and MPI numbers it g.
     std::vector<std::size_t> task_of_rank(s.plan.tasks.size());
@@ -278,7 +210,7 @@ StepPlan plan_step(const Config& config, const mapper::LaunchSpec& launch, const
     check_hostfile(s.plan, hostfile_text);
     for (std::uint32_t g : here.local_global) {
       if (g >= task_of_rank.size() || s.plan.tasks[task_of_rank[g]].host != here.node) {
-        throw mapper::Error("-m arbitrary: task " + std::to_string(g) + " runs on " + host +
+        throw DisagreeError("-m arbitrary: task " + std::to_string(g) + " runs on " + host +
                             ", where the plan does not put rank " + std::to_string(g) +
                             "; SLURM_HOSTFILE must be the plan's own (`topo-aware map ... --of "
                             "hostfile`)");
@@ -290,8 +222,8 @@ StepPlan plan_step(const Config& config, const mapper::LaunchSpec& launch, const
   }
 
   s.env.job_id = here.job_id;
-  s.env.master_port = config.master_port;
-  s.env.one_gpu_visible = config.gpu_binding == GpuBinding::kOneGpu;
+  s.env.master_port = config.master_port.empty() ? here.master_port : config.master_port;
+  s.env.one_gpu_visible = config.gpu_binding == launch::GpuBinding::kOneGpu;
   s.env.ids = req.ids;
   return s;
 }
@@ -309,12 +241,18 @@ mapper::Environment task_env(const StepPlan& s, std::uint32_t global_task,
     }
     env = mapper::task_environment(s.plan, static_cast<int>(it->second), s.env);
   }
+  if (!s.gloo_ifname.empty()) env.emplace_back("GLOO_SOCKET_IFNAME", s.gloo_ifname);
   std::vector<std::pair<std::string, std::string>> out;
   for (auto& [name, value] : env) {
     if (name == "CUDA_VISIBLE_DEVICES" && s.slurm_bound) {
-      // Slurm's devices stay; a per-node launcher's are reordered to the plan's worker order.
-      if (s.bound_order.empty()) continue;
+      // Slurm's devices stay, put in the plan's order where the task sees all of the step's GPUs
+      // here (a per-node launcher, or one task per GPU under --gpus-per-node); a task Slurm bound
+      // its own GPUs (--gpus-per-task) keeps its list as it is.
       const std::vector<std::string> slurm = split_list(slurm_cvd);
+      if (s.bound_order.empty() ||
+          (s.style != Style::kPerNode && slurm.size() != s.step_gpu_count)) {
+        continue;
+      }
       std::vector<std::string> ordered;
       for (std::size_t p : s.bound_order) {
         if (p >= slurm.size()) {
@@ -330,6 +268,35 @@ mapper::Environment task_env(const StepPlan& s, std::uint32_t global_task,
     out.emplace_back(std::move(name), std::move(value));
   }
   return out;
+}
+
+const std::vector<std::string>& exported_names() {
+  static const std::vector<std::string> names = {"RANK",
+                                                 "LOCAL_RANK",
+                                                 "WORLD_SIZE",
+                                                 "LOCAL_WORLD_SIZE",
+                                                 "NODE_RANK",
+                                                 "MASTER_ADDR",
+                                                 "MASTER_PORT",
+                                                 "CUDA_VISIBLE_DEVICES",
+                                                 "NCCL_TOPO_FILE",
+                                                 "NCCL_IB_HCA",
+                                                 "NCCL_SOCKET_IFNAME",
+                                                 "NCCL_CROSS_NIC",
+                                                 "TOPO_AWARE_RANK",
+                                                 "TOPO_AWARE_COORDS",
+                                                 "NNODES",
+                                                 "NPROC_PER_NODE",
+                                                 "PET_MASTER_ADDR",
+                                                 "PET_MASTER_PORT",
+                                                 "PET_NNODES",
+                                                 "PET_NODE_RANK",
+                                                 "PET_NPROC_PER_NODE",
+                                                 "GLOO_SOCKET_IFNAME",
+                                                 "JAX_COORDINATOR_ADDRESS",
+                                                 "TOPO_AWARE_LAUNCHER",
+                                                 "TOPO_AWARE_HOSTFILE"};
+  return names;
 }
 
 std::string launcher_hostfile(const StepPlan& s) {
@@ -358,6 +325,28 @@ std::vector<std::uint32_t> task_cpus(const StepPlan& s, std::uint32_t global_tas
   auto it = s.plan_task.find(global_task);
   if (it == s.plan_task.end()) return {};
   return s.plan.tasks[it->second].cpus;
+}
+
+bool bind_to_cpus(const std::vector<std::uint32_t>& cpus) {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (::sched_getaffinity(0, sizeof allowed, &allowed) != 0) {
+    throw std::runtime_error(std::string("sched_getaffinity: ") + std::strerror(errno));
+  }
+  cpu_set_t want;
+  CPU_ZERO(&want);
+  int count = 0;
+  for (auto c : cpus) {
+    if (c < static_cast<std::uint32_t>(CPU_SETSIZE) && CPU_ISSET(c, &allowed)) {
+      CPU_SET(c, &want);
+      ++count;
+    }
+  }
+  if (count == 0) return false;
+  if (::sched_setaffinity(0, sizeof want, &want) != 0) {
+    throw std::runtime_error(std::string("sched_setaffinity: ") + std::strerror(errno));
+  }
+  return true;
 }
 
 }  // namespace topoaware::spank

@@ -7,50 +7,35 @@
 //            NIC and CPUs;
 //   per-node one task per host spawning its workers (torchrun, accelerate, deepspeed): the plan
 //            orders hosts (NODE_RANK) and each host's GPUs (CUDA_VISIBLE_DEVICES).
-// srun and every slurmstepd build the request alike (make_request), so every node computes the
-// same plan, and refuse alike what no style can honour.
+// srun and every slurmstepd build the request alike (launch::make_request, which `topo-aware map`
+// shares), so every node computes the same plan, and refuse alike what no style can honour.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "config.h"
-#include "inputs.h"
+#include "topoaware/launch/config.h"
+#include "topoaware/launch/inputs.h"
+#include "topoaware/launch/request.h"
 #include "topoaware/mapper/plan.h"
 
 namespace topoaware::spank {
 
-enum class Style { kPerGpu, kMpi, kPerNode };
-const char* to_string(Style style);
+using launch::Config;
+using launch::NodeModels;
+using launch::StepShape;
+using launch::Style;
 
-// What Slurm says of the step, in the order it says it.
-struct StepShape {
-  std::vector<std::string> hosts;  // the step's hosts, Slurm's order
-  std::vector<int> tasks;          // Slurm tasks per host
-  std::string distribution;        // SLURM_DISTRIBUTION ("block", "arbitrary", ...)
-  std::string mpi_type;            // SLURM_MPI_TYPE ("pmix", "none", ...)
-  // GPUs each host's task would spawn workers on, were it a per-node launcher: nproc=, else the
-  // GPUs Slurm bound, else the host's node model.
-  std::vector<int> gpus_per_host;
+// This node read other inputs than srun, or cannot apply the plan every node agreed on (its tasks
+// are not where the plan puts them, Slurm bound it other GPUs than the plan's workers): the other
+// nodes would run a plan this node's tasks are missing from, so the step fails under either
+// policy, from this node, naming it.
+struct DisagreeError : std::runtime_error {
+  using std::runtime_error::runtime_error;
 };
-
-// The request of a step, checked. Throws RequestError for what no launch could honour (a layout
-// that does not fit, ids=slurm under MPI, per-node workers that would straddle hosts) and
-// mapper::Error for a distribution topo-aware cannot map (cyclic, plane).
-struct StepRequest {
-  Style style = Style::kPerGpu;
-  mapper::Ids ids = mapper::Ids::kPlan;
-  mapper::Request request;
-};
-StepRequest make_request(const Config& config, const mapper::LaunchSpec& launch,
-                         const StepShape& shape);
-
-// GPUs per host for StepShape::gpus_per_host: nproc= when given, else `bound` (the GPUs Slurm bound
-// per host, 0: none), else each host's node model.
-std::vector<int> workers_per_host(const mapper::LaunchSpec& launch, const NodeModels& nodes,
-                                  int bound);
 
 // This node's part of a step: the plan and how each local task takes it.
 struct NodeStep {
@@ -59,6 +44,7 @@ struct NodeStep {
   std::size_t node = 0;                     // this node's index in StepShape::hosts
   std::vector<std::uint32_t> local_global;  // this node's tasks' global ids
   std::string step_gpus;                    // SLURM_STEP_GPUS here, or empty
+  std::string master_port;  // srun's (launch/port.h), unless the configuration sets one
 };
 
 struct StepPlan {
@@ -70,12 +56,22 @@ struct StepPlan {
   // Slurm bound GPUs here: its CUDA_VISIBLE_DEVICES stays (reordered for a per-node launcher).
   bool slurm_bound = false;
   bool gpu_hints = true;     // NIC and CPU hints fit the GPUs Slurm bound here
-  // Per-node launcher on Slurm-bound GPUs: for worker i, the position in Slurm's
-  // CUDA_VISIBLE_DEVICES of the plan's GPU i.
+  // On Slurm-bound GPUs, for local rank (a launcher's worker) i, the position in Slurm's
+  // CUDA_VISIBLE_DEVICES of the plan's GPU i; empty where Slurm's list cannot be put in that order.
+  // One task per GPU takes it only where its CUDA_VISIBLE_DEVICES lists all of the step's GPUs
+  // here (--gpus-per-node), not where Slurm bound each task its own (--gpus-per-task).
   std::vector<std::size_t> bound_order;
+  std::size_t step_gpu_count = 0;  // GPUs in SLURM_STEP_GPUS here
   std::string note;        // what this node's tasks go without, or empty
   std::string hosts_file;  // per-node launcher: TOPO_AWARE_HOSTFILE, once written
+  std::string gloo_ifname;  // GLOO_SOCKET_IFNAME, where this node's own name does not resolve
 };
+
+// Every variable a task may get from the plan (task_env, and GLOO_SOCKET_IFNAME the facade adds),
+// in one list: the shell checks which of them the user set before topo-aware touches the task.
+// SLURM_PROCID, SLURM_LOCALID, SLURM_NODEID and TOPO_AWARE_SLURM_* (ids=slurm) are not in it:
+// they are always set when asked for.
+const std::vector<std::string>& exported_names();
 
 // A per-node launcher's hosts in NODE_RANK order, one line each as DeepSpeed's hostfile has them
 // ("node3 slots=8"): deepspeed --no_ssh takes --node_rank as an index into it.
@@ -83,17 +79,23 @@ std::string launcher_hostfile(const StepPlan& step);
 
 // Plans the step and checks this node's tasks against it: block order, or under
 // -m arbitrary the plan's own hostfile (`hostfile_text`, SLURM_HOSTFILE's text, checked whole so
-// that every node decides alike). Throws like make_request.
+// that every node decides alike). Throws like make_request for what fails alike on every node,
+// and DisagreeError where this node's own tasks or GPUs do not fit the plan.
 StepPlan plan_step(const Config& config, const mapper::LaunchSpec& launch, const StepShape& shape,
                    const NodeStep& here, const topology::Fabric& fabric, const NodeModels& nodes,
                    const std::string& hostfile_text);
 
-// The variables one of this node's tasks gets (before the user-set filter). `slurm_cvd` is the
-// task's CUDA_VISIBLE_DEVICES as Slurm set it.
+// The variables one of this node's tasks gets (before the user-set filter), all of them named in
+// exported_names() or SLURM_*/TOPO_AWARE_SLURM_* (ids=slurm). `slurm_cvd` is the task's
+// CUDA_VISIBLE_DEVICES as Slurm set it.
 mapper::Environment task_env(const StepPlan& step, std::uint32_t global_task,
                              const std::string& slurm_cvd);
 // The CPUs a task is bound to: its GPU's NUMA-local CPUs; a per-node launcher's, those of all its
 // workers' GPUs.
 std::vector<std::uint32_t> task_cpus(const StepPlan& step, std::uint32_t global_task);
+// Binds the calling process to those of `cpus` it may use here (a node model from a capture of a
+// bigger machine names CPUs that do not exist here). False when none is: left unbound. Throws
+// std::runtime_error naming the system call that failed.
+bool bind_to_cpus(const std::vector<std::uint32_t>& cpus);
 
 }  // namespace topoaware::spank

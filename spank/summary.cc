@@ -62,13 +62,18 @@ std::vector<std::string> plan_summary(const mapper::RankPlan& plan) {
   const double base = plan.block_cost.seconds;
   const double change = base > 0 ? (plan.cost.seconds - base) / base * 100 : 0;
   std::snprintf(buf, sizeof buf,
-                "topo-aware: plan %s: modeled communication %s per step, "
-                "Slurm's order %s "
-                "(%+.1f%%)%s",
+                "topo-aware: plan %s: modeled communication the step waits for %s, "
+                "Slurm's order %s (%+.1f%%)%s",
                 plan.layout.spec.empty() ? "dp" : plan.layout.spec.c_str(),
                 seconds_text(plan.cost.seconds).c_str(), seconds_text(base).c_str(), change,
                 plan.rail_optimized ? ", rail-optimized fabric" : "");
   out.emplace_back(buf);
+  // What the figure models (the framework's collectives, NCCL's choice, dp's overlap), and any
+  // group the plan splits over a fast domain, with why: a saving is a claim with its assumptions.
+  out.push_back("topo-aware:   " + mapper::model_line(plan.layout));
+  if (const std::string s = mapper::splits_line(plan.splits); !s.empty()) {
+    out.push_back("topo-aware:   split: " + s);
+  }
   // What the figures rest on where the inputs gave no capacity (topology.conf: no speeds).
   if (!plan.assumptions.empty()) {
     out.push_back("topo-aware:   " + mapper::assumptions_line(plan.assumptions));
@@ -85,13 +90,14 @@ std::vector<std::string> plan_summary(const mapper::RankPlan& plan) {
     const auto& dim = plan.cost.dims[i];
     // A dim of size 1 has no groups that communicate: nothing to say.
     if (dim.groups_in_host + dim.groups_in_leaf + dim.groups_across == 0) continue;
-    const double slurm = i < plan.block_cost.dims.size() ? plan.block_cost.dims[i].seconds : 0;
+    const double slurm = i < plan.block_cost.dims.size() ? plan.block_cost.dims[i].exposed : 0;
     std::snprintf(buf, sizeof buf,
-                  "topo-aware:   %s: %s (Slurm's order %s), groups inside a "
-                  "host %d, inside a "
-                  "leaf %d, across %d",
-                  dim.dim.c_str(), seconds_text(dim.seconds).c_str(), seconds_text(slurm).c_str(),
-                  dim.groups_in_host, dim.groups_in_leaf, dim.groups_across);
+                  "topo-aware:   %s: %s%s, exposed %s (Slurm's order %s), groups inside a host "
+                  "%d, inside a leaf %d, across %d",
+                  dim.dim.c_str(), dim.nccl.empty() ? "" : (dim.nccl + " ").c_str(),
+                  seconds_text(dim.seconds).c_str(), seconds_text(dim.exposed).c_str(),
+                  seconds_text(slurm).c_str(), dim.groups_in_host, dim.groups_in_leaf,
+                  dim.groups_across);
     out.emplace_back(buf);
   }
   return out;

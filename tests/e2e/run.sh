@@ -5,18 +5,39 @@
 #
 # Real `srun --topo-aware=...` steps run 32 tasks over 4 nodes; every task's exported
 # environment must equal what `topo-aware map ... --of env` gives for the same inputs. Then:
-# contiguous vs spread allocations, Slurm-bound GPUs (task/cgroup ConstrainDevices), sbatch with
-# #SBATCH --topo-aware, user-set variables, and the bad-input matrix under both policies, with
-# daemons still up and later steps fine. The lab is torn down on exit (trap), also on failure,
-# and the tear-down is checked to leave no daemon, namespace or cgroup.
+# contiguous vs spread allocations, Slurm-bound GPUs (task/cgroup ConstrainDevices) and GPUs held
+# unevenly, sbatch with #SBATCH --topo-aware, user-set variables, the bad-input matrix under both
+# policies (with daemons still up and later steps fine), and every way nodes can disagree --
+# a fabric or capture that differs on one node, a capture one node cannot read, a host without a
+# capture modeled otherwise on one node, another build of the plugin, srun's own failure -- each
+# ending with every node unmodified or the step failed naming the node, never mixed. The real
+# clients (clients.sh) run the examples on an MpiDefault=pmix variant, two steps of one
+# allocation at once, and a pass where the node names resolve. The lab is torn down on exit
+# (trap), also on failure, and the tear-down is checked to leave no daemon, namespace or cgroup.
 #
 # Usage: tests/e2e/run.sh [BUILD_DIR]     Exit: 0 pass, 1 fail, 77 skipped (with the reason).
+# Under CI=true nothing may be skipped: a check that cannot run (no root, a client missing) is a
+# failure with its reason, and so is the whole suite that cannot start. The summary
+# ("e2e: N passed, M failed, K skipped", per suite: the lab's checks, the real clients) is printed
+# last and written to BUILD_DIR/e2e-summary.txt (TOPO_AWARE_E2E_SUMMARY), which scripts/test.sh
+# prints to the CI log and holds against its minimum counts.
 # TOPO_AWARE_E2E_KEEP=1 keeps the lab up afterwards.
 set -uo pipefail
 
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=$(cd "${1:-$SRC/build/release}" 2>/dev/null && pwd || true)
-skip() { echo "e2e: SKIP: $*"; exit 77; }
+STRICT=0
+[ "${CI:-}" = true ] && STRICT=1
+SUMMARY=${TOPO_AWARE_E2E_SUMMARY:-${BUILD:-${TMPDIR:-/tmp}}/e2e-summary.txt}
+# The whole suite cannot run here: skipped with the reason, or under CI=true failed with it.
+skip() {
+  if [ "$STRICT" = 1 ]; then
+    echo "e2e: FAIL: cannot run under CI=true: $*" | tee "$SUMMARY"
+    exit 1
+  fi
+  echo "e2e: SKIP: $*" | tee "$SUMMARY"
+  exit 77
+}
 [ "$(id -u)" -eq 0 ] || skip "needs root (network namespaces, mknod, Slurm daemons)"
 for b in munged slurmctld slurmd srun sbatch scontrol nsenter unshare ip nm; do
   command -v "$b" >/dev/null || skip "$b not installed (scripts/deps.sh test installs the Slurm packages)"
@@ -35,17 +56,41 @@ CAPTURE=$SRC/tests/fixtures/nccl-topo/dgx-h100-topo.xml
 FABRIC=${TOPO_AWARE_E2E_FABRIC:-$SRC/etc/lab-cluster.toml}
 [ -f "$FABRIC" ] || FABRIC=$LAB/etc/topology.conf
 OUT=$LAB/e2e
+PY=/usr/bin/python3
 VARS="RANK LOCAL_RANK WORLD_SIZE LOCAL_WORLD_SIZE NODE_RANK MASTER_ADDR MASTER_PORT
       CUDA_VISIBLE_DEVICES NCCL_TOPO_FILE NCCL_IB_HCA NCCL_SOCKET_IFNAME NCCL_CROSS_NIC
       TOPO_AWARE_RANK TOPO_AWARE_COORDS"
 
-failures=0
-passes=0
-pass() { passes=$((passes + 1)); echo "e2e: PASS: $*"; }
-fail() { failures=$((failures + 1)); echo "e2e: FAIL: $*"; }
+# Counts per suite: "e2e" (the lab's own checks) and "clients" (tests/e2e/clients.sh).
+suite=e2e
+declare -A passed=([e2e]=0 [clients]=0) failed=([e2e]=0 [clients]=0) skipped=([e2e]=0 [clients]=0)
+pass() { passed[$suite]=$((passed[$suite] + 1)); echo "e2e: PASS: $*"; }
+fail() { failed[$suite]=$((failed[$suite] + 1)); echo "e2e: FAIL: $*"; }
 check() {  # description, command...
   local what=$1; shift
   if "$@"; then pass "$what"; else fail "$what"; fi
+}
+# A check that cannot run here: a skip with its reason, a failure under CI=true (the CI machine
+# installs everything, scripts/deps.sh test).
+skip_check() {  # what, why
+  if [ "$STRICT" = 1 ]; then
+    fail "$1: not run ($2), and CI=true allows no skip"
+  else
+    skipped[$suite]=$((skipped[$suite] + 1))
+    echo "e2e: SKIP: $1: $2"
+  fi
+}
+summary() {
+  local s
+  {
+    for s in e2e clients; do
+      echo "e2e: suite $s: ${passed[$s]} passed, ${failed[$s]} failed, ${skipped[$s]} skipped"
+    done
+    [ -z "${CLIENTS_RAN:-}" ] || echo "e2e: clients: $CLIENTS_RAN"
+    echo "e2e: $(( ${passed[e2e]} + ${passed[clients]} )) passed," \
+      "$(( ${failed[e2e]} + ${failed[clients]} )) failed," \
+      "$(( ${skipped[e2e]} + ${skipped[clients]} )) skipped (outputs in $OUT)"
+  } | tee "$SUMMARY"
 }
 
 teardown() {
@@ -101,14 +146,17 @@ lab_srun() {  # name, srun args...
 job_of() { grep -oE 'job [0-9]+' "$OUT/$1.err" | head -1 | awk '{print $2}'; }
 
 # What `topo-aware map` says the tasks get, as sorted "<task> NAME=value" lines (minus the
-# variables that name run-time paths). Args: layout, hostlist, job id.
-# The lab's node names do not resolve (slurm.conf NodeAddr=10.77.0.x): tasks get rank 0's
-# address, nodeN's being 10.77.0.(10+N).
+# variables that name run-time paths). Args: layout, hostlist, job id[, step id].
+# Where the lab's node names do not resolve (slurm.conf NodeAddr=10.77.0.x; NAMES_RESOLVE=0, the
+# default), tasks get rank 0's address, nodeN's being 10.77.0.(10+N).
+NAMES_RESOLVE=0
 expected_env() {
-  local layout=$1 hosts=$2 job=$3
+  local layout=$1 hosts=$2 job=$3 step=${4:-0}
   "$CLI" map --fabric "$FABRIC" --nodes "$hosts" --node-type "$CAPTURE" --layout "$layout" \
-    --job-id "$job" --of env 2>"$OUT/map.err" | normalize_env |
-    sed -E 's/ MASTER_ADDR=node([0-9])$/ MASTER_ADDR=10.77.0.1\1/' | sort
+    --job-id "$job" --step-id "$step" --of env 2>"$OUT/map.err" | normalize_env |
+    if [ "$NAMES_RESOLVE" = 1 ]; then cat; else
+      sed -E 's/ MASTER_ADDR=node([0-9])$/ MASTER_ADDR=10.77.0.1\1/'
+    fi | sort
 }
 
 # Accepts `topo-aware map --of env` lines "<task> NAME=value" (optionally "export "), or blocks
@@ -123,10 +171,10 @@ normalize_env() {
 
 observed_env() { grep -v -e ' NCCL_TOPO_FILE=' -e ' FILE=' "$OUT/$1.out" | sort; }
 
-same_env() {  # name, layout, hostlist
+same_env() {  # name, layout, hostlist[, step id]
   local name=$1 job
   job=$(job_of "$name")
-  expected_env "$2" "$3" "$job" >"$OUT/$name.expected"
+  expected_env "$2" "$3" "$job" "${4:-0}" >"$OUT/$name.expected"
   observed_env "$name" >"$OUT/$name.observed"
   if [ ! -s "$OUT/$name.expected" ]; then
     echo "e2e:   topo-aware map gave nothing:"; sed 's/^/e2e:   /' "$OUT/map.err"
@@ -155,6 +203,7 @@ check "srun shows one allocation line" test "$(grep -c 'topo-aware: job' "$OUT/m
 check "MASTER_ADDR is rank 0's NodeAddr: the lab's node names do not resolve" \
   bash -c "! getent hosts node1 >/dev/null && grep -q ' MASTER_ADDR=10\.77\.0\.1[1-4]$' '$OUT/main.out'"
 lab_srun gloo -N4 -n8 --topo-aware=tp=2 bash -c 'echo "$SLURM_PROCID GLOO=${GLOO_SOCKET_IFNAME:-}"'
+check "srun --topo-aware=tp=2 -N4 -n8 exits 0" test $? -eq 0
 check "GLOO_SOCKET_IFNAME names the interface towards MASTER_ADDR (gloo would take loopback)" \
   test "$(grep -c ' GLOO=eth0$' "$OUT/gloo.out")" -eq 8
 check "NCCL_TOPO_FILE is 0644 in a 0700 per-job directory" \
@@ -162,6 +211,7 @@ check "NCCL_TOPO_FILE is 0644 in a 0700 per-job directory" \
 job=$(job_of main)
 check "per-job directory removed after the step" test ! -e "$LAB/jobs/$job"
 lab_srun plainv -N4 -n32 -v --topo-aware=tp=8,pp=2 true
+check "srun -v --topo-aware=tp=8,pp=2 exits 0" test $? -eq 0
 check "srun -v prints the plan summary" grep -q 'topo-aware: plan tp=8,pp=2' "$OUT/plainv.err"
 check "srun -v compares each dim with Slurm's order" \
   grep -q "topo-aware:   pp: .* (Slurm's order .*), groups inside a host" "$OUT/plainv.err"
@@ -188,26 +238,32 @@ sbatch --help >"$OUT/sbatch-help.out" 2>&1
 check "sbatch --help lists --topo-aware=SPEC" grep -q -- '--topo-aware=SPEC' "$OUT/sbatch-help.out"
 
 # The option absent: the plugin is loaded and changes nothing.
-lab_srun absent -N4 -n32 "$ENVDUMP"
-check "without --topo-aware no variable is exported" test "$(count_tasks_with absent RANK)" -eq 0
+lab_srun absent -N4 -n32 bash -c 'echo "$SLURM_PROCID ran"; exec '"$ENVDUMP"
+check "without --topo-aware: srun exits 0, all 32 tasks ran, and no variable is exported" \
+  test $? -eq 0 -a "$(grep -c ' ran$' "$OUT/absent.out")" -eq 32 \
+  -a "$(count_tasks_with absent RANK)" -eq 0
 
 # The environment fallback.
 TOPO_AWARE=tp=4 lab_srun fallback -N4 -n32 "$ENVDUMP"
+check "TOPO_AWARE=tp=4 srun exits 0" test $? -eq 0
 check "TOPO_AWARE=tp=4 works like --topo-aware=tp=4" same_env fallback tp=4 'node[1-4]'
 
 # --export=NONE keeps TOPO_AWARE out of the step's environment: it must reach the nodes anyway
 # (srun hands it over as the option), and --topo-aware=SPEC still wins over it.
 TOPO_AWARE=tp=4 lab_srun exportnone --export=NONE -N4 -n32 "$ENVDUMP"
-check "TOPO_AWARE=tp=4 srun --export=NONE: every task gets the plan" \
-  test "$(count_tasks_with exportnone RANK)" -eq 32
+check "TOPO_AWARE=tp=4 srun --export=NONE: exit 0, every task gets the plan" \
+  test $? -eq 0 -a "$(count_tasks_with exportnone RANK)" -eq 32
 TOPO_AWARE=tp=4 lab_srun optionwins -N4 -n32 --topo-aware=tp=8 "$ENVDUMP"
+check "TOPO_AWARE=tp=4 with --topo-aware=tp=8: srun exits 0" test $? -eq 0
 check "TOPO_AWARE=tp=4 with --topo-aware=tp=8: the option wins" same_env optionwins tp=8 'node[1-4]'
 TOPO_AWARE=tp=4 lab_srun optionenv -N4 -n32 env
-check "TOPO_AWARE handed over as the option leaves no SLURM_SPANK_ variable in the tasks" \
-  bash -c "! grep -q '^SLURM_SPANK_' '$OUT/optionenv.out'"
+check "TOPO_AWARE handed over as the option: exit 0, every task ran, none has a SLURM_SPANK_ variable" \
+  bash -c "test $? -eq 0 && test \"\$(grep -c '^SLURM_PROCID=' '$OUT/optionenv.out')\" -eq 32 &&
+           ! grep -q '^SLURM_SPANK_' '$OUT/optionenv.out'"
 # A TOPO_AWARE given to sbatch stays an environment variable: the script may change it per step.
 TOPO_AWARE=tp=8 timeout 90 sbatch --wait -N4 -n32 -o "$OUT/sbenv.out" \
   --wrap "export TOPO_AWARE=tp=4; srun $ENVDUMP" >/dev/null 2>&1
+check "TOPO_AWARE=tp=8 sbatch --wait exits 0" test $? -eq 0
 check "TOPO_AWARE=tp=8 sbatch, TOPO_AWARE=tp=4 in the script: the step is tp=4" \
   test "$(grep -o 'TOPO_AWARE_COORDS=tp:[0-9]*' "$OUT/sbenv.out" | cut -d: -f2 | sort -un | tr '\n' ' ')" = "0 1 2 3 "
 
@@ -218,13 +274,14 @@ for _ in $(seq 1 9); do deep=$deep/$(printf 'd%.0s' $(seq 1 120)); done
 mkdir -p "$deep"
 printf 'layout = "tp=4"\n' >"$deep/job.toml"
 TOPO_AWARE="file:$deep/job.toml" lab_srun longenv -N4 -n32 "$ENVDUMP"
-check "TOPO_AWARE=file:<1100-character path>: every task gets the plan" \
-  test "$(count_tasks_with longenv RANK)" -eq 32
+check "TOPO_AWARE=file:<1100-character path>: exit 0, every task gets the plan" \
+  test $? -eq 0 -a "$(count_tasks_with longenv RANK)" -eq 32
 rm -rf "$OUT/deep"
 
 # A TOML job description instead of an inline layout.
 printf '# e2e job description\nlayout = "tp=8,pp=2"\n' >"$OUT/job.toml"
 lab_srun jobfile -N4 -n32 --topo-aware="file:$OUT/job.toml" "$ENVDUMP"
+check "--topo-aware=file:job.toml exits 0" test $? -eq 0
 check "--topo-aware=file:job.toml equals topo-aware map --layout file:job.toml" \
   same_env jobfile "file:$OUT/job.toml" 'node[1-4]'
 
@@ -243,8 +300,8 @@ check "--topo-aware=file:DIRECTORY: the reason is shown" grep -q 'not a regular 
 
 # A variable the user set is kept.
 MASTER_PORT=12345 lab_srun userset -N4 -n32 --topo-aware=tp=8 "$ENVDUMP"
-check "user-set MASTER_PORT is not overwritten" \
-  test "$(grep -c ' MASTER_PORT=12345$' "$OUT/userset.out")" -eq 32
+check "user-set MASTER_PORT: exit 0, and it is not overwritten" \
+  test $? -eq 0 -a "$(grep -c ' MASTER_PORT=12345$' "$OUT/userset.out")" -eq 32
 
 # Without [[node]] entries every host uses its fabric node type's capture, which the lab
 # cluster names relative to the fabric file: found from srun's and slurmstepd's directories.
@@ -252,6 +309,7 @@ if grep -q '^capture *= *"\.\./' "$FABRIC" 2>/dev/null; then
   set_config
   sed -i '/^\[\[node\]\]/,$d' "$LAB/etc/topo-aware.toml"
   (cd / && lab_srun nodetype -N4 -n32 --topo-aware=tp=8,pp=2 "$ENVDUMP")
+  check "no [[node]]: srun exits 0" test $? -eq 0
   check "no [[node]]: the fabric's node type capture (relative to the fabric) is used" \
     same_env nodetype tp=8,pp=2 'node[1-4]'
   good_config
@@ -259,10 +317,12 @@ fi
 
 # --- contiguous vs spread allocations ------------------------------------------------------
 lab_srun contiguous -N2 -n16 -w 'node[1-2]' --topo-aware=tp=8 "$ENVDUMP"
+check "contiguous allocation: srun exits 0" test $? -eq 0
 check "contiguous allocation (node[1-2]) judged: 1 leaf" \
   grep -q 'topo-aware: job [0-9]*: 2 hosts, 1 leaf' "$OUT/contiguous.err"
 check "contiguous allocation: env equals topo-aware map" same_env contiguous tp=8 'node[1-2]'
 lab_srun spread -N2 -n16 -w 'node1,node3' --topo-aware=tp=8 "$ENVDUMP"
+check "spread allocation: srun exits 0" test $? -eq 0
 check "spread allocation (node1,node3) judged more spread than needed" \
   grep -q '2 leaves.*more spread than the fabric allows' "$OUT/spread.err"
 check "spread allocation: env equals topo-aware map" same_env spread tp=8 'node1,node3'
@@ -282,28 +342,82 @@ batchjob=$(grep -oE '[0-9]+' "$OUT/sbatch.out" | head -1)
 echo "srun: topo-aware: job $batchjob" >"$OUT/batchsteps.err"
 check "sbatch: every task of its srun step equals topo-aware map" same_env batchsteps tp=8,pp=2 'node[1-4]'
 
-# --- GPUs bound by Slurm (gres + task/cgroup ConstrainDevices) -----------------------------
-if grep -q '^TaskPlugin=task/cgroup' "$SLURM_CONF" && [ -d /sys/fs/cgroup/devices ]; then
-  lab_srun bound -N4 -n32 --gpus-per-task=1 --topo-aware=tp=8 \
-    bash -c 'echo "$SLURM_PROCID SLURM_STEP_GPUS=$SLURM_STEP_GPUS"; exec '"$ENVDUMP"
-  check "bound GPUs: step exits 0" test $? -eq 0
-  check "bound GPUs: Slurm's CUDA_VISIBLE_DEVICES (local index 0) is kept" \
+# --- GPUs bound by Slurm (gres, and task/cgroup ConstrainDevices where cgroup v1 has devices) -
+# Every node plans with the GPUs slurmctld says the job holds on each host (srun hands them over);
+# each node's own SLURM_STEP_GPUS only decides whether it can apply that plan.
+constrained=0
+grep -q '^TaskPlugin=task/cgroup' "$SLURM_CONF" && [ -d /sys/fs/cgroup/devices ] && constrained=1
+lab_srun bound -N4 -n32 --gpus-per-task=1 --topo-aware=tp=8 \
+  bash -c 'echo "$SLURM_PROCID SLURM_STEP_GPUS=$SLURM_STEP_GPUS"; exec '"$ENVDUMP"
+check "bound GPUs: step exits 0" test $? -eq 0
+if [ $constrained = 1 ]; then
+  check "bound GPUs: Slurm's CUDA_VISIBLE_DEVICES (local index 0 under ConstrainDevices) is kept" \
     test "$(grep -c ' CUDA_VISIBLE_DEVICES=0$' "$OUT/bound.out")" -eq 32
-  check "bound GPUs: RANKs still a permutation of 0..31" \
-    test "$(awk -F'[ =]' '$2=="RANK" {print $3}' "$OUT/bound.out" | sort -n | uniq | wc -l)" -eq 32
-  # SLURM_STEP_GPUS is each node's own (Slurm puts 3 tasks with GPUs 0-5 on node1, 1 task with
-  # GPUs 0-1 on node2): every node must still apply the same plan, none may be left out.
-  lab_srun bound2 -N2 -n4 --gpus-per-task=2 --topo-aware=tp=2 "$ENVDUMP"
-  check "bound GPUs, 2 per task, uneven tasks per node: step exits 0" test $? -eq 0
-  check "bound GPUs, 2 per task, uneven tasks per node: RANKs are a permutation of 0..3" \
-    test "$(awk -F'[ =]' '$2=="RANK" {print $3}' "$OUT/bound2.out" | sort -n | tr '\n' ' ')" = "0 1 2 3 "
 else
-  echo "e2e: SKIP: bound GPUs: the lab runs without task/cgroup devices on this machine"
+  check "bound GPUs: Slurm's CUDA_VISIBLE_DEVICES (the task's one GPU) is kept" \
+    test "$(grep -cE ' CUDA_VISIBLE_DEVICES=[0-9]+$' "$OUT/bound.out")" -eq 32
 fi
+check "bound GPUs: RANKs still a permutation of 0..31" \
+  test "$(awk -F'[ =]' '$2=="RANK" {print $3}' "$OUT/bound.out" | sort -n | uniq | wc -l)" -eq 32
+# SLURM_STEP_GPUS is each node's own (Slurm puts 3 tasks with GPUs 0-5 on node1, 1 task with
+# GPUs 0-1 on node2): every node must still apply the same plan, none may be left out.
+lab_srun bound2 -N2 -n4 --gpus-per-task=2 --topo-aware=tp=2 "$ENVDUMP"
+check "bound GPUs, 2 per task, uneven tasks per node: step exits 0" test $? -eq 0
+check "bound GPUs, 2 per task, uneven tasks per node: RANKs are a permutation of 0..3" \
+  test "$(awk -F'[ =]' '$2=="RANK" {print $3}' "$OUT/bound2.out" | sort -n | tr '\n' ' ')" = "0 1 2 3 "
+# Uneven GPUs, one task a host (--gpus=3 over 2 nodes: 2 on node1, 1 on node2). Each node used to
+# infer the launcher style and its workers from its own GPUs; now both plan from what the job
+# holds: one task per GPU on both (a host of one GPU is no per-node launcher), the same plan.
+lab_srun uneven -N2 --ntasks-per-node=1 --gpus=3 --topo-aware \
+  bash -c 'echo "$SLURM_PROCID ran"; exec '"$ENVDUMP"
+check "--gpus=3 over 2 nodes, one task a host: exit 0, both tasks ran" \
+  test $? -eq 0 -a "$(grep -c ' ran$' "$OUT/uneven.out")" -eq 2
+check "--gpus=3 over 2 nodes, one task a host: one plan on both nodes (RANK 0 and 1 of 2)" \
+  test "$(grep -E ' (RANK|WORLD_SIZE)=' "$OUT/uneven.out" | sort | cut -d' ' -f2 | tr '\n' ' ')" \
+    = "RANK=0 WORLD_SIZE=2 RANK=1 WORLD_SIZE=2 "
+rm -f "$OUT/ran"
+lab_srun uneven-pernode -N2 --ntasks-per-node=1 --gpus=3 --topo-aware=launcher=per-node \
+  bash -c "touch $OUT/ran"
+check "--gpus=3 over 2 nodes as a per-node launcher (2 + 1 workers): refused, nothing ran" \
+  test $? -ne 0 -a ! -e "$OUT/ran"
+check "--gpus=3 over 2 nodes as a per-node launcher: the reason names the fix" \
+  grep -q 'would straddle hosts; run nproc=1' "$OUT/uneven-pernode.err"
+# A launcher whose step holds fewer GPUs on its node than the job (the plan's workers): that node
+# cannot apply the plan every node agreed on, and fails the step naming itself.
+rm -f "$OUT/ran"
+timeout 90 sbatch --wait -N2 --gpus-per-node=2 -o "$OUT/narrow.out" -e "$OUT/narrow.err" \
+  --wrap "srun -N2 --ntasks-per-node=1 --gpus-per-node=1 --topo-aware bash -c 'touch $OUT/ran'" \
+  >/dev/null 2>&1
+check "a launcher step on part of its job's GPUs: the job fails, no launcher ran" \
+  test $? -ne 0 -a ! -e "$OUT/ran"
+# (The first node to fail cancels the step: the other may not get to say it.)
+check "a launcher step on part of its job's GPUs: a node names itself and the fix (nproc=1)" \
+  grep -qE "slurmstepd-(node[12]): error: topo-aware: \1: Slurm bound 1 GPUs to its launcher.*nproc=1; failing the step" \
+    "$OUT/narrow.err"
 
 # --- the launch styles with their real clients (torch, torchrun, MPI) ----------------------
 # shellcheck source=clients.sh
 . "$SRC/tests/e2e/clients.sh"
+
+# --- names that resolve ---------------------------------------------------------------------
+# The usual cluster: Slurm's node names are the hosts' names (here in the nodes' /etc/hosts; srun
+# and this script still do not resolve them). MASTER_ADDR is then the name, and gloo finds its
+# interface by it.
+"$LABSH" resolve on
+NAMES_RESOLVE=1
+lab_srun resolved -N4 -n32 --topo-aware=tp=8,pp=2 "$ENVDUMP"
+check "names resolve: srun --topo-aware=tp=8,pp=2 -N4 -n32 exits 0" test $? -eq 0
+check "names resolve: every task's environment equals topo-aware map --of env" \
+  same_env resolved tp=8,pp=2 'node[1-4]'
+check "names resolve: MASTER_ADDR is rank 0's name" \
+  test "$(grep -c ' MASTER_ADDR=node[1-4]$' "$OUT/resolved.out")" -eq 32
+lab_srun resolved-gloo-if -N4 -n8 --topo-aware=tp=2 \
+  bash -c 'echo "$SLURM_PROCID GLOO=${GLOO_SOCKET_IFNAME:-unset}"'
+check "names resolve: exit 0, and no task needs GLOO_SOCKET_IFNAME" \
+  test $? -eq 0 -a "$(grep -c ' GLOO=unset$' "$OUT/resolved-gloo-if.out")" -eq 8
+resolved_rendezvous
+"$LABSH" resolve off
+NAMES_RESOLVE=0
 
 # --- bad input: each with its message and the policy's outcome ----------------------------
 marker=$OUT/ran
@@ -315,12 +429,13 @@ bad_case() {  # name, policy, expected message regex, srun args...
   local rc=$?
   check "$name: message names the cause" grep -qE "$msg" "$OUT/$name.err"
   if [ "$policy" = fail-open ]; then
-    check "$name (fail-open): exit 0, the job runs unmodified" \
-      test $rc -eq 0 -a "$(count_tasks_with "$name" RANK)" -eq 0
+    check "$name (fail-open): exit 0, the job runs unmodified on every node" \
+      test $rc -eq 0 -a -e "$marker" -a "$(count_tasks_with "$name" RANK)" -eq 0
     check "$name (fail-open): exactly one warning" \
       test "$(grep -c 'topo-aware: warning' "$OUT/$name.err")" -eq 1
   else
     check "$name (fail-closed): srun exits non-zero" test $rc -ne 0
+    check "$name (fail-closed): nothing ran" test ! -e "$marker"
   fi
   check "$name: daemons still up" daemons_up
 }
@@ -404,6 +519,16 @@ check "unwritable job_dir (fail-closed): daemons still up" daemons_up
 # updated on one node only, or a capture missing on one node, would make that node plan
 # otherwise; srun's digest of its inputs makes the step fail instead, under either policy, with
 # one message naming the node and what differs.
+# A step that one node fails: srun exits non-zero, and that node alone says, once and naming itself,
+# what differs from srun's inputs. Args: name (its .err in $OUT), srun's exit code, node, what
+# differs (a grep regex), what the case is.
+node_fails_step() {
+  local name=$1 rc=$2 node=$3 what=$4 desc=$5
+  check "$desc: the step fails" test "$rc" -ne 0
+  check "$desc: one message, from $node, naming $node and what differs" \
+    test "$(grep -c "slurmstepd-$node: error: topo-aware: $node: its inputs differ from srun's: $what" \
+      "$OUT/$name.err")" -eq 1
+}
 agree_setup() {
   local n
   for n in "$LAB/local" "$LAB"/local.node*; do
@@ -426,20 +551,118 @@ for policy in fail-open fail-closed; do
   set_plugstack "config=$LAB/etc/topo-aware.toml" policy=$policy
   echo "# updated on node3 only" >>"$LAB/local.node3/topology.conf"
   lab_srun disagree-fabric-$policy -N4 -n32 --topo-aware=tp=8 "$ENVDUMP"
-  check "a fabric file changed on node3 only ($policy): the step fails" test $? -ne 0
-  check "a fabric file changed on node3 only ($policy): one message naming node3 and the fabric" \
-    test "$(grep -c "topo-aware: node3: its inputs differ from srun's: the fabric .*; failing the step" \
-      "$OUT/disagree-fabric-$policy.err")" -eq 1
+  node_fails_step disagree-fabric-$policy $? node3 "the fabric .*; failing the step" \
+    "a fabric file changed on node3 only ($policy)"
   agree_setup
   set_plugstack "config=$LAB/etc/topo-aware.toml" policy=$policy
   rm -f "$LAB/local.node2/dgx-h100.xml"
   lab_srun disagree-capture-$policy -N4 -n32 --topo-aware=tp=8 "$ENVDUMP"
-  check "a capture missing on node2 only ($policy): the step fails" test $? -ne 0
-  check "a capture missing on node2 only ($policy): one message naming node2 and the captures" \
-    test "$(grep -c "topo-aware: node2: its inputs differ from srun's: the node captures" \
-      "$OUT/disagree-capture-$policy.err")" -eq 1
+  node_fails_step disagree-capture-$policy $? node2 "the node captures" \
+    "a capture missing on node2 only ($policy)"
   agree_setup
 done
+
+# srun itself cannot plan (its own copy of the fabric is broken; the nodes' are fine): under
+# fail-open every node runs the step unmodified, none plans alone; under fail-closed nothing runs.
+printf 'SwitchName=leaf1 Nodes=node[1-2\n' >"$LAB/local/topology.conf"
+set_plugstack "config=$LAB/etc/topo-aware.toml"
+bad_case srun-fails fail-open "topology.conf" --topo-aware=tp=8
+set_plugstack "config=$LAB/etc/topo-aware.toml" policy=fail-closed
+bad_case srun-fails-closed fail-closed "topology.conf" --topo-aware=tp=8
+agree_setup
+
+# A node-local problem that leaves the plan standing (node3's job directory is a file): the
+# warning reaches the user from node3, not only node 0's would.
+for n in "$LAB"/local.node*; do rm -rf "$n/jobs"; mkdir -m 1777 "$n/jobs"; done
+rm -rf "$LAB/local.node3/jobs"
+: >"$LAB/local.node3/jobs"
+set_config fabric="$LAB/local/topology.conf" capture="$LAB/local/dgx-h100.xml" \
+  job_dir="$LAB/local/jobs"
+sed -i '/^\[\[node\]\]/,$d' "$LAB/etc/topo-aware.toml"
+set_plugstack "config=$LAB/etc/topo-aware.toml"
+lab_srun node3-warns -N4 -n32 --topo-aware=tp=8 "$ENVDUMP"
+check "job_dir unwritable on node3 only (fail-open): exit 0, every task keeps the plan" \
+  test $? -eq 0 -a "$(count_tasks_with node3-warns RANK)" -eq 32
+check "job_dir unwritable on node3 only: node3's warning reaches srun's terminal" \
+  grep -q "topo-aware: warning: job_dir $LAB/local/jobs.* on node3; its tasks get the plan without NCCL_TOPO_FILE" \
+    "$OUT/node3-warns.err"
+check "job_dir unwritable on node3 only: only node3's 8 tasks go without NCCL_TOPO_FILE" \
+  test "$(count_tasks_with node3-warns NCCL_TOPO_FILE)" -eq 24
+rm -rf "$LAB"/local.node*/jobs
+agree_setup
+
+# A capture this node cannot read (a job of user nobody; node2's copy is root's, 0600).
+if id nobody >/dev/null 2>&1 && command -v runuser >/dev/null; then
+  for policy in fail-open fail-closed; do
+    set_plugstack "config=$LAB/etc/topo-aware.toml" policy=$policy
+    chmod 0600 "$LAB/local.node2/dgx-h100.xml"
+    (cd / && timeout 60 runuser -u nobody -- srun -N4 -n32 --topo-aware=tp=8 "$ENVDUMP") \
+      >"$OUT/unreadable-$policy.out" 2>"$OUT/unreadable-$policy.err"
+    node_fails_step unreadable-$policy $? node2 "the node captures" \
+      "a capture unreadable on node2 only ($policy)"
+    agree_setup
+  done
+else
+  skip_check "a capture unreadable on node2 only" "no user nobody or no runuser"
+fi
+
+# Hosts without a capture are modeled by each machine's live discovery (here a sysfs tree per
+# node under discover_fsroot): node3's GPU 0 trained at x8 is another machine than the one srun
+# modeled, and its plan could differ.
+live_setup() {
+  local n faults=$OUT/live-faults
+  [ -d "$faults/healthy" ] ||
+    bash "$SRC/tests/fixtures/sysfs/make-doctor-faults.sh" "$faults" >/dev/null
+  for n in "$LAB/local" "$LAB"/local.node*; do
+    rm -rf "$n/live-sysfs"
+    cp -a "$faults/healthy" "$n/live-sysfs"
+  done
+  set_config fabric="$LAB/local/topology.conf" discover_fsroot="$LAB/local/live-sysfs"
+  sed -i '/^\[\[node\]\]/,$d' "$LAB/etc/topo-aware.toml"
+}
+live_setup
+set_plugstack "config=$LAB/etc/topo-aware.toml"
+lab_srun live-agree -N4 -n32 --topo-aware=tp=8 "$ENVDUMP"
+check "hosts without a capture, every node alike: the step runs the plan" \
+  test $? -eq 0 -a "$(count_tasks_with live-agree RANK)" -eq 32
+for policy in fail-open fail-closed; do
+  set_plugstack "config=$LAB/etc/topo-aware.toml" policy=$policy
+  rm -rf "$LAB/local.node3/live-sysfs"
+  cp -a "$OUT/live-faults/pcie-gpu-x8" "$LAB/local.node3/live-sysfs"
+  lab_srun live-differs-$policy -N4 -n32 --topo-aware=tp=8 "$ENVDUMP"
+  node_fails_step live-differs-$policy $? node3 "the live-discovered model" \
+    "a host without a capture modeled otherwise on node3 ($policy)"
+  live_setup
+done
+rm -rf "$LAB/local/live-sysfs" "$LAB"/local.node*/live-sysfs
+agree_setup
+
+# Two builds of the plugin: node3 loads one whose build id is another revision's (the same code,
+# its id bytes changed), everything else alike. Every node's plugin is $LAB/local/plugin here.
+build_id=$("$CLI" --version | sed 's/^topo-aware //')
+for n in "$LAB/local" "$LAB"/local.node*; do
+  mkdir -p "$n/plugin"
+  cp "$PLUGIN" "$n/plugin/topo_aware.so"
+done
+"$PY" - "$LAB/local.node3/plugin/topo_aware.so" "$build_id" <<'PYEOF'
+import sys
+path, bid = sys.argv[1], sys.argv[2].encode()
+data = open(path, "rb").read()
+assert data.count(bid) == 1, f"build id {bid!r} found {data.count(bid)} times"
+other = bid[:-4] + (b"0000" if bid[-4:] != b"0000" else b"1111")
+open(path, "wb").write(data.replace(bid, other))
+PYEOF
+check "the second build differs from the first in its build id only" \
+  test "$(cmp -l "$PLUGIN" "$LAB/local.node3/plugin/topo_aware.so" | wc -l)" -le 4
+for policy in fail-open fail-closed; do
+  echo "required $LAB/local/plugin/topo_aware.so config=$LAB/etc/topo-aware.toml policy=$policy" \
+    >"$LAB/etc/plugstack.conf"
+  lab_srun two-builds-$policy -N4 -n32 --topo-aware=tp=8 "$ENVDUMP"
+  node_fails_step two-builds-$policy $? node3 "the plugin's build" \
+    "another build of the plugin on node3 ($policy)"
+done
+rm -rf "$LAB/local/plugin" "$LAB"/local.node*/plugin
+set_plugstack "config=$LAB/etc/topo-aware.toml"
 check "after the disagreements: daemons still up" daemons_up
 
 # --- the node doctor as Slurm's HealthCheckProgram ------------------------------------------
@@ -478,5 +701,5 @@ sinfo -h -N -o '%N %T %E' >"$OUT/sinfo-end.out"
 check "nodes are idle, none drained or down" \
   bash -c "! grep -qvE ' (idle|mixed|allocated|completing|planned) ' '$OUT/sinfo-end.out'"
 
-echo "e2e: $passes passed, $failures failed (outputs in $OUT)"
-[ $failures -eq 0 ]
+summary
+[ $(( ${failed[e2e]} + ${failed[clients]} )) -eq 0 ]

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <string>
 
-#include "config.h"  // spank/: the plugin's config and plugstack parser (read-only use)
+#include "topoaware/launch/config.h"
 #include "topoaware/mapper/layout.h"
 #include "topoaware/topology/error.h"
 #include "topoaware/topology/fabric_io.h"
@@ -68,7 +68,7 @@ void plugin_config(std::string_view data) {
   if (f == nullptr) return;
   std::fwrite(data.data(), 1, data.size(), f);
   std::fclose(f);
-  guarded([&] { (void)spank::parse_plugstack({"config=" + path}); });
+  guarded([&] { (void)launch::parse_plugstack({"config=" + path}); });
 }
 
 // Plugstack arguments: one per line (slurm splits the line on spaces). A config= argument
@@ -84,7 +84,7 @@ void plugstack(std::string_view data) {
     if (nl == std::string_view::npos) break;
     pos = nl + 1;
   }
-  guarded([&] { (void)spank::parse_plugstack(args); });
+  guarded([&] { (void)launch::parse_plugstack(args); });
 }
 
 // The first byte picks the world size the layout resolves against (0: unresolved).

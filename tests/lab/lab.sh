@@ -4,11 +4,16 @@
 # bridge, topology/tree with two leaves, eight fake GPU character devices per node, and the
 # topo-aware plugin in plugstack.conf. Facts this follows: ../shared/reference/slurm-lab.md.
 # Each slurmd also has its own mount namespace, where $LAB/local shows $LAB/local.nodeN: files
-# put there differ between nodes (srun and the clients see $LAB/local itself).
+# put there differ between nodes (srun and the clients see $LAB/local itself), and /etc/hosts
+# shows $LAB/etc/hosts: the node names resolve there only after `lab.sh resolve on` (off: names
+# do not resolve, as on clusters whose Slurm names are not DNS names).
 #
 # Usage: tests/lab/lab.sh up [--plugin SO] | down | status | env | plugstack none|ARGS...
 #        tests/lab/lab.sh config KEY=VALUE...   (rewrites the plugin's lab config)
-# Environment: TOPO_AWARE_LAB (default /tmp/topo-aware-lab), LAB_NODES (4), LAB_CPUS (8).
+#        tests/lab/lab.sh mpi-default none|pmix (slurm.conf MpiDefault, reconfigured live)
+#        tests/lab/lab.sh resolve on|off        (the node names in the nodes' /etc/hosts)
+# Environment: TOPO_AWARE_LAB (default /tmp/topo-aware-lab), LAB_NODES (4), LAB_CPUS (8),
+# LAB_MPI_DEFAULT (none).
 # `up` is idempotent: a lab that is already up is reused (the plugin is refreshed). `down`
 # stops daemons by PID, kills what still runs in the lab's namespaces, deletes the namespaces,
 # the bridge and Slurm's cgroup directories, also after a failed or killed run.
@@ -74,7 +79,7 @@ HealthCheckNodeState=ANY
 ProctrackType=proctrack/linuxproc
 TaskPlugin=${LAB_TASK_PLUGIN:-task/cgroup}
 SwitchType=switch/none
-MpiDefault=none
+MpiDefault=${LAB_MPI_DEFAULT:-none}
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 GresTypes=gpu
@@ -115,6 +120,35 @@ EOF
   done
   [ -f "$LAB/etc/topo-aware.toml" ] || write_plugin_config
   [ -f "$LAB/etc/plugstack.conf" ] || write_plugstack "config=$LAB/etc/topo-aware.toml"
+  write_hosts off  # names do not resolve until `resolve on`
+}
+
+# The nodes' /etc/hosts (bound over it in each slurmd's mount namespace): this machine's own, and
+# with `on` the node names at their addresses. Rewritten in place, so the bind mounts see it.
+write_hosts() {
+  {
+    cat /etc/hosts
+    if [ "$1" = on ]; then
+      echo "# topo-aware lab: the node names resolve"
+      for i in $(seq 1 "$NODES"); do echo "$NET.$((10 + i)) node$i"; done
+    fi
+  } >"$LAB/etc/hosts.new"
+  if [ -f "$LAB/etc/hosts" ]; then
+    cat "$LAB/etc/hosts.new" >"$LAB/etc/hosts"
+    rm -f "$LAB/etc/hosts.new"
+  else
+    mv "$LAB/etc/hosts.new" "$LAB/etc/hosts"
+  fi
+}
+
+# slurm.conf's MpiDefault, taken by srun at once and by the daemons on reconfigure.
+set_mpi_default() {
+  case $1 in none|pmix) ;; *) die "mpi-default: none or pmix, not '$1'" ;; esac
+  sed -i "s/^MpiDefault=.*/MpiDefault=$1/" "$LAB/etc/slurm.conf"
+  if pid_alive "$LAB/run/slurmctld.pid"; then
+    scontrol reconfigure >/dev/null || die "scontrol reconfigure failed"
+    wait_idle 30
+  fi
 }
 
 # The plugin's lab config: the fabric (H4's lab cluster description when present, else the
@@ -207,7 +241,8 @@ start_slurm() {
     # Its own mount namespace too: $LAB/local is node-local (node i sees $LAB/local.node$i
     # there), for files that differ between nodes.
     if ! nsenter --net="/run/netns/$(node_ns "$i")" unshare --uts --mount --propagation private \
-        sh -c "mount --bind '$LAB/local.node$i' '$LAB/local' && hostname node$i &&
+        sh -c "mount --bind '$LAB/local.node$i' '$LAB/local' &&
+               mount --bind '$LAB/etc/hosts' /etc/hosts && hostname node$i &&
                exec slurmd -N node$i -f '$SLURM_CONF'"; then
       tail -5 "$LAB/log/slurmd-node$i.log" >&2 || true
       die "slurmd for node$i did not start (log: $LAB/log/slurmd-node$i.log)"
@@ -336,5 +371,7 @@ case ${1:-} in
   plugstack) shift; write_plugstack "$@" ;;
   config) shift; write_plugin_config "$@" ;;
   install) shift; install_plugin "$1" ;;
-  *) echo "usage: lab.sh up [--plugin SO] | down | status | leftovers | env | plugstack none|ARGS... | config KEY=VALUE... | install SO" >&2; exit 2 ;;
+  mpi-default) shift; set_mpi_default "${1:-}" ;;
+  resolve) shift; case ${1:-} in on|off) write_hosts "$1" ;; *) die "resolve: on or off" ;; esac ;;
+  *) echo "usage: lab.sh up [--plugin SO] | down | status | leftovers | env | plugstack none|ARGS... | config KEY=VALUE... | install SO | mpi-default none|pmix | resolve on|off" >&2; exit 2 ;;
 esac

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "facade.h"
+#include "topoaware/launch/port.h"
 #include "topoaware/mapper/plan.h"
 #include "topoaware/topology/fabric_io.h"
 #include "topoaware/topology/sources.h"
@@ -56,7 +57,6 @@ class Facade : public ::testing::Test {
     s.step_id = 0;
     s.node_id = node_id;
     s.ntasks = 32;
-    s.host = "node2";
     s.hosts = "node1\nnode2\nnode3\nnode4\n";
     s.tasks_per_node = "8(x4)";
     s.step_gpus = "";
@@ -64,6 +64,38 @@ class Facade : public ::testing::Test {
     s.local_global = local_;
     s.nlocal = 8;
     return s;
+  }
+  // What srun hands the nodes for this step (ta_local_check on the step's hosts and tasks, as srun
+  // sees them), into `s`: the digest, or srun's verdict that the step runs unmodified. This srun
+  // sees no MPI type; `gres_` is what slurmctld says the job holds on each host.
+  int srun_for(ta_step& s) {
+    std::size_t nhosts = 0;
+    for (const char* c = s.hosts; c != nullptr && *c != '\0'; ++c) nhosts += *c == '\n';
+    ta_local l{};
+    l.job_id = s.job_id;
+    l.step_id = s.step_id;
+    l.hosts = s.hosts;
+    l.gres = gres_.empty() ? nullptr : gres_.c_str();
+    l.nnodes = static_cast<std::uint32_t>(nhosts);
+    l.ntasks = s.ntasks;
+    l.hostfile = s.hostfile;
+    const int rc = ta_local_check(
+        &l, [](void*, int, const char*) {}, nullptr, err_, sizeof err_);
+    digest_ = ta_local_digest();
+    health_ = ta_local_health() != nullptr ? ta_local_health() : "";
+    s.digest = digest_.c_str();
+    s.health = health_.c_str();
+    return rc;
+  }
+  // srun, then this node: the node's ta_step_prepare.
+  int prepare(ta_step& s) {
+    srun_for(s);
+    return ta_step_prepare(&s, err_, sizeof err_);
+  }
+  // MASTER_PORT as srun derives it on this machine.
+  static std::string master_port(std::uint32_t job, std::uint32_t step) {
+    return std::to_string(
+        topoaware::launch::master_port(job, step, topoaware::launch::ephemeral_ports()));
   }
   static int collect(void* arg, const char* name, const char* value) {
     (*static_cast<std::map<std::string, std::string>*>(arg))[name] = value;
@@ -77,6 +109,7 @@ class Facade : public ::testing::Test {
 
   fs::path dir_;
   std::string config_;
+  std::string gres_, digest_, health_;
   char err_[1024] = "";
   std::uint32_t local_[8] = {};
 };

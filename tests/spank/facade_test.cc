@@ -1,6 +1,7 @@
-// The plugin's facade without Slurm: what slurmstepd's user_init and task_init calls do for one
-// node of a 4-node step of DGX H100s (the lab's cluster), checked against the mapper called
-// directly, plus the per-job directory's safety rules and the failures the shell relies on.
+// The plugin's facade without Slurm: what srun's local_user_init and then slurmstepd's user_init
+// and task_init calls do for one node of a 4-node step of DGX H100s (the lab's cluster), checked
+// against the mapper called directly, plus the per-job directory's safety rules and the failures
+// the shell relies on.
 #include "facade.h"
 
 #include <gtest/gtest.h>
@@ -20,7 +21,7 @@ namespace {
 TEST_F(Facade, StepEnvironmentIsTheMappersAndTheXmlIsWrittenSafely) {
   ASSERT_EQ(ta_set_spec("tp=8,pp=2", err_, sizeof err_), 0) << err_;
   ta_step s = step();
-  ASSERT_EQ(ta_step_prepare(&s, err_, sizeof err_), 0) << err_;
+  ASSERT_EQ(prepare(s), 0) << err_;
   ASSERT_EQ(ta_step_ready(), 1);
 
   const fs::path job = dir_ / "jobs" / "77";
@@ -67,7 +68,7 @@ TEST_F(Facade, FabricNodeTypeCaptureIsFoundRelativeToTheFabricFile) {
   ASSERT_EQ(ta_set_spec("tp=8", err_, sizeof err_), 0) << err_;
   ASSERT_NE(fs::current_path(), fs::path(kFabric).parent_path());
   ta_step s = step();
-  ASSERT_EQ(ta_step_prepare(&s, err_, sizeof err_), 0) << err_;
+  ASSERT_EQ(prepare(s), 0) << err_;
   EXPECT_EQ(env_of(9).at("WORLD_SIZE"), "32");
 }
 
@@ -76,7 +77,7 @@ TEST_F(Facade, SymlinkedJobDirectoryIsRefusedButThePlanStands) {
   fs::create_directory_symlink(dir_ / "elsewhere", dir_ / "jobs" / "77");
   ASSERT_EQ(ta_set_spec("tp=8", err_, sizeof err_), 0);
   ta_step s = step();
-  EXPECT_EQ(ta_step_prepare(&s, err_, sizeof err_), TA_ENODE);
+  EXPECT_EQ(prepare(s), TA_ENODE);
   EXPECT_NE(std::string(err_).find("job_dir"), std::string::npos) << err_;
   EXPECT_TRUE(fs::is_empty(dir_ / "elsewhere"));
   ASSERT_EQ(ta_step_ready(), 1);
@@ -85,12 +86,15 @@ TEST_F(Facade, SymlinkedJobDirectoryIsRefusedButThePlanStands) {
   EXPECT_EQ(env.count("RANK"), 1u);
 }
 
-TEST_F(Facade, CyclicDistributionIsRefused) {
+// Tasks that are not where the plan puts them on this node alone: the node cannot apply the plan
+// the others apply, so it fails the step (under either policy), naming the task.
+TEST_F(Facade, TasksOutOfBlockOrderOnOneNodeFailTheStep) {
   ASSERT_EQ(ta_set_spec("tp=8", err_, sizeof err_), 0);
   ta_step s = step();
   for (std::uint32_t i = 0; i < 8; ++i) local_[i] = 1 + 4 * i;  // -m cyclic on node 2
-  EXPECT_EQ(ta_step_prepare(&s, err_, sizeof err_), TA_EFAIL);
-  EXPECT_NE(std::string(err_).find("block distribution"), std::string::npos) << err_;
+  EXPECT_EQ(prepare(s), TA_EDISAGREE);
+  EXPECT_NE(std::string(err_).find("block distribution (task 1 on node2)"), std::string::npos)
+      << err_;
   EXPECT_EQ(ta_step_ready(), 0);
 }
 
@@ -105,25 +109,24 @@ TEST_F(Facade, NonBlockDistributionIsRefusedOnEveryNodeAlike) {
   ta_step s = step(0);
   s.ntasks = 5;
   s.hosts = "node1\nnode2\nnode3\n";
-  s.host = "node1";
   s.tasks_per_node = "2(x2),1";
   s.nlocal = 2;
   for (std::uint32_t i = 0; i < 2; ++i) local_[i] = i;
   s.distribution = "arbitrary";
   s.hostfile = hostfile.c_str();
-  EXPECT_EQ(ta_step_prepare(&s, err_, sizeof err_), TA_EFAIL);
+  EXPECT_EQ(prepare(s), TA_EFAIL);
   EXPECT_NE(std::string(err_).find("SLURM_HOSTFILE is not the plan's own"), std::string::npos)
       << err_;
   EXPECT_EQ(ta_step_ready(), 0);
   s.hostfile = nullptr;
-  EXPECT_EQ(ta_step_prepare(&s, err_, sizeof err_), TA_EFAIL);
+  EXPECT_EQ(prepare(s), TA_EFAIL);
   EXPECT_NE(std::string(err_).find("without SLURM_HOSTFILE"), std::string::npos) << err_;
   s.distribution = "cyclic:block";
-  EXPECT_EQ(ta_step_prepare(&s, err_, sizeof err_), TA_EFAIL);
+  EXPECT_EQ(prepare(s), TA_EFAIL);
   EXPECT_NE(std::string(err_).find("cyclic distribution"), std::string::npos) << err_;
   // Block across nodes, whatever the order inside a node, is what the plan assumes.
   s.distribution = "block:cyclic";
-  EXPECT_EQ(ta_step_prepare(&s, err_, sizeof err_), 0) << err_;
+  EXPECT_EQ(prepare(s), 0) << err_;
 }
 
 TEST_F(Facade, SpecIsCheckedAndTheOptionCallbackIsIdempotent) {
@@ -171,18 +174,24 @@ TEST_F(Facade, LongSpecsFitTheBufferOrAreRefused) {
 }
 
 // In slurmstepd the option callback runs as root and Slurm ignores its failure: the SPEC is kept
-// as given and checked when the step is planned, where the policy and the warning apply.
+// as given and checked when the step is planned. A job description srun read and this node
+// cannot is this node's disagreement: it fails the step, naming the file.
 TEST_F(Facade, SlurmstepdChecksTheSpecWhenPlanningTheStep) {
-  EXPECT_EQ(ta_keep_spec("file:/nonexistent/job.toml"), 0);
+  const fs::path job = dir_ / "job.toml";
+  std::ofstream(job) << "layout = \"tp=8\"\n";
+  const std::string spec = "file:" + job.string();
+  EXPECT_EQ(ta_keep_spec(spec.c_str()), 0);
   EXPECT_EQ(ta_active(), 1);
-  EXPECT_STREQ(ta_spec(), "file:/nonexistent/job.toml");
+  EXPECT_STREQ(ta_spec(), spec.c_str());
   ta_step s = step();
-  EXPECT_EQ(ta_step_prepare(&s, err_, sizeof err_), -1);
-  EXPECT_NE(std::string(err_).find("/nonexistent/job.toml"), std::string::npos) << err_;
+  ASSERT_EQ(srun_for(s), TA_OK) << err_;
+  fs::remove(job);
+  EXPECT_EQ(ta_step_prepare(&s, err_, sizeof err_), TA_EDISAGREE);
+  EXPECT_NE(std::string(err_).find(job.string()), std::string::npos) << err_;
   EXPECT_EQ(ta_step_ready(), 0);
 
   EXPECT_EQ(ta_keep_spec("tp=8"), 0);
-  ASSERT_EQ(ta_step_prepare(&s, err_, sizeof err_), 0) << err_;
+  ASSERT_EQ(prepare(s), 0) << err_;
   EXPECT_EQ(env_of(9).at("WORLD_SIZE"), "32");
 }
 
@@ -191,18 +200,18 @@ TEST_F(Facade, SlurmstepdChecksTheSpecWhenPlanningTheStep) {
 // without a RANK or with the same one.
 TEST_F(Facade, SlurmBoundGpusGiveEveryNodeTheSamePlan) {
   ASSERT_EQ(ta_set_spec("tp=2", err_, sizeof err_), 0) << err_;
+  gres_ = "gpu:6(IDX:0-5)\ngpu:2(IDX:0-1)\n";  // what slurmctld says the job holds
   auto ranks_as = [&](std::uint32_t node_id, const char* gpus, std::uint32_t first,
                       std::uint32_t nlocal) {
     ta_step s = step(node_id);
     for (std::uint32_t i = 0; i < nlocal; ++i) local_[i] = first + i;
     s.ntasks = 4;
     s.hosts = "node1\nnode2\n";
-    s.host = node_id == 0 ? "node1" : "node2";
     s.tasks_per_node = "3,1";
     s.step_gpus = gpus;
     s.nlocal = nlocal;
     std::vector<std::map<std::string, std::string>> envs;
-    EXPECT_EQ(ta_step_prepare(&s, err_, sizeof err_), 0) << err_;
+    EXPECT_EQ(prepare(s), 0) << err_;
     for (std::uint32_t task = 0; task < 4 && ta_step_ready() == 1; ++task) {
       envs.push_back(env_of(task));
     }
@@ -228,6 +237,9 @@ TEST_F(Facade, SlurmBoundGpusGiveEveryNodeTheSamePlan) {
   EXPECT_EQ(on_node2[3].count("NCCL_IB_HCA"), 1u);
 }
 
+// srun cannot read the configuration either: it decides for every node (fail-closed: nothing
+// launches; fail-open: the verdict that the step runs unmodified, which every node follows).
+// Without any word from srun a node does not plan alone.
 TEST_F(Facade, ConfigurationErrorsAreKeptForTheJobsThatAsk) {
   configure({"config=/nonexistent/topo-aware.toml", "policy=fail-closed"});
   ASSERT_NE(ta_config_error(), nullptr);
@@ -235,8 +247,52 @@ TEST_F(Facade, ConfigurationErrorsAreKeptForTheJobsThatAsk) {
   EXPECT_EQ(ta_fail_closed(), 1);
   ASSERT_EQ(ta_set_spec("tp=8", err_, sizeof err_), 0);
   ta_step s = step();
-  EXPECT_EQ(ta_step_prepare(&s, err_, sizeof err_), -1);
+  EXPECT_EQ(srun_for(s), TA_EFAIL);
   EXPECT_NE(std::string(err_).find("not found"), std::string::npos) << err_;
+  EXPECT_EQ(ta_step_prepare(&s, err_, sizeof err_), TA_UNMODIFIED);
+  EXPECT_EQ(ta_step_ready(), 0);
+  s.digest = nullptr;
+  EXPECT_EQ(ta_step_prepare(&s, err_, sizeof err_), TA_EFAIL);
+  EXPECT_NE(std::string(err_).find("not found"), std::string::npos) << err_;
+}
+
+}  // namespace
+
+namespace {
+
+// --gpus-per-node=8 with eight tasks a host: every task sees all the host's GPUs and takes device
+// LOCAL_RANK, so Slurm's list is put in the plan's local rank order (each task's own GPU at its
+// LOCAL_RANK). Under --gpus-per-task each task sees only its own GPU, and its list stays.
+// tp=2,pp=2: the plan keeps each pipeline pair inside a host where Slurm's order puts its stages
+// on two hosts, so it reorders each host's ranks (tp=8 alone fills a host in any order: nothing
+// to reorder).
+TEST_F(Facade, GpusPerNodeListsAreInTheOrderOfLocalRanks) {
+  ASSERT_EQ(ta_set_spec("tp=2,pp=2", err_, sizeof err_), 0) << err_;
+  gres_.clear();
+  for (int h = 0; h < 4; ++h) gres_ += "gpu:8(IDX:0-7)\n";
+  ta_step s = step(0);
+  s.step_gpus = "0,1,2,3,4,5,6,7";
+  ASSERT_EQ(prepare(s), TA_OK) << err_;
+  EXPECT_EQ(ta_step_note(), nullptr);
+  std::set<std::string> local_ranks;
+  int moved = 0;
+  for (std::uint32_t task = 0; task < 8; ++task) {
+    std::map<std::string, std::string> env;
+    ASSERT_EQ(ta_task_env(task, "0,1,2,3,4,5,6,7", collect, &env, err_, sizeof err_), TA_OK)
+        << err_;
+    const std::string& cvd = env.at("CUDA_VISIBLE_DEVICES");
+    ASSERT_EQ(cvd.size(), 15u) << cvd;
+    const int local = std::stoi(env.at("LOCAL_RANK"));
+    // Task k of the host holds GPU k (Slurm's binding); device LOCAL_RANK must be that GPU.
+    EXPECT_EQ(cvd[static_cast<std::size_t>(local) * 2], static_cast<char>('0' + task)) << cvd;
+    moved += local != static_cast<int>(task);
+    local_ranks.insert(env.at("LOCAL_RANK"));
+    std::map<std::string, std::string> own;
+    ASSERT_EQ(ta_task_env(task, "0", collect, &own, err_, sizeof err_), TA_OK) << err_;
+    EXPECT_EQ(own.count("CUDA_VISIBLE_DEVICES"), 0u);  // Slurm's one GPU stays
+  }
+  EXPECT_EQ(local_ranks.size(), 8u);
+  EXPECT_GT(moved, 0) << "the plan kept local ranks in Slurm's order: nothing was reordered";
 }
 
 }  // namespace

@@ -7,7 +7,7 @@
 // Each case builds the published run's hardware with the project's own builders (a real NCCL
 // topology capture where one exists, else mapper::make_node), places ranks the way nccl-tests
 // does (Slurm's block order: ranks 0..7 on the first node, ...), runs the current cost model
-// (mapper::evaluate, through tools/topo-aware/busbw_model.h, which nccl-check shares) for one
+// (mapper::evaluate, through topoaware/mapper/busbw_model.h, which nccl-check shares) for one
 // collective over those ranks, and converts the modeled time to bus bandwidth as nccl-tests does
 // (doc/PERFORMANCE.md there): busbw = algbw x 2(n-1)/n for all_reduce, x (n-1)/n for all_gather
 // and alltoall, x 1 for sendrecv, algbw = size / time.
@@ -28,7 +28,7 @@
 #include <string>
 #include <vector>
 
-#include "../topo-aware/busbw_model.h"
+#include "topoaware/mapper/busbw_model.h"
 #include "topoaware/mapper/nccl_model.h"
 #include "topoaware/mapper/synthetic.h"
 #include "topoaware/topology/error.h"
@@ -42,8 +42,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-using cli::Collective;
-using cli::collective_name;
+// nccl-tests' collectives, not the layout's (mapper::Collective).
+using busbw::Collective;
+using busbw::collective_name;
+using busbw::model_busbw;
+using busbw::ModeledBusbw;
+using busbw::NcclSetup;
 
 // The hardware of one case: a fabric and the node model of its hosts (all hosts alike).
 struct Hardware {
@@ -63,7 +67,7 @@ struct Case {
   std::string algorithm;  // what NCCL ran (as published or as its version does by default)
   std::string source;     // where the published figure is (docs/calibration.md cites it)
   std::function<Hardware()> hardware;
-  cli::NcclSetup nccl;    // NCCL_ALGO where the run forced it, CollNet, the release
+  NcclSetup nccl;         // NCCL_ALGO where the run forced it, CollNet, the release
 };
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
@@ -151,15 +155,15 @@ Hardware h100_plain(int hosts, int nics, double nic_gbps, const std::string& wha
 using nccl::Algo;
 
 // NCCL_ALGO forced (and the release the run used, where it matters).
-cli::NcclSetup forced(Algo a, nccl::Version v = nccl::kNewest) {
-  cli::NcclSetup s;
+NcclSetup forced(Algo a, nccl::Version v = nccl::kNewest) {
+  NcclSetup s;
   s.algo = a;
   s.version = v;
   return s;
 }
 // CollNet (SHARP) enabled, and forced.
-cli::NcclSetup collnet(Algo a, nccl::Version v) {
-  cli::NcclSetup s = forced(a, v);
+NcclSetup collnet(Algo a, nccl::Version v) {
+  NcclSetup s = forced(a, v);
   s.collnet = true;
   return s;
 }
@@ -234,11 +238,11 @@ std::vector<Case> cases() {
 }
 
 // The current cost model's busbw for the case's collective on its hardware.
-cli::ModeledBusbw run(const Case& c, std::string* built) {
+ModeledBusbw run(const Case& c, std::string* built) {
   Hardware hw = c.hardware();
   *built = hw.described;
-  return cli::model_busbw(hw.fabric, hw.node, c.nodes, c.gpus_per_node, c.collective, c.bytes,
-                          c.nccl);
+  return model_busbw(hw.fabric, hw.node, c.nodes, c.gpus_per_node, c.collective, c.bytes,
+                     c.nccl);
 }
 
 // Cases outside +-25% for a reason docs/calibration.md names ("Gaps that matter to mapping").
@@ -253,7 +257,7 @@ std::string known_gap(const std::string& id) {
 bool within(double ratio) { return std::fabs(ratio - 1.0) <= 0.25; }
 
 // What the model runs for a case: NCCL's algorithm, or point-to-point.
-std::string runs(const cli::ModeledBusbw& r) { return r.nccl.empty() ? "p2p" : r.nccl; }
+std::string runs(const ModeledBusbw& r) { return r.nccl.empty() ? "p2p" : r.nccl; }
 
 // --choices: the model's choice (algorithm/protocol, channels) for NCCL's collectives on DGX
 // H100 nodes (8 GPUs on NVSwitch, 8 x 400 Gb/s), over node counts and sizes: the rows of
@@ -356,7 +360,7 @@ int main(int argc, char** argv) {
     for (const Case& c : cases()) {
       if (!only.empty() && c.id != only) continue;
       std::string built;
-      cli::ModeledBusbw r = run(c, &built);
+      ModeledBusbw r = run(c, &built);
       hardware_lines.push_back("| `" + c.id + "` | " + built + " | " + r.bottleneck + " |");
       const double ratio = c.published > 0 ? r.gbps / c.published : 0;
       const std::string v = verdict(c, ratio);

@@ -21,6 +21,7 @@
 #include "cli.h"
 #include "plan_io.h"
 #include "text_table.h"
+#include "topoaware/launch/port.h"
 #include "topoaware/mapper/plan.h"
 
 namespace topoaware::cli {
@@ -31,6 +32,7 @@ struct MapOptions {
   std::string format = "table";
   std::string output;
   std::uint32_t job_id = 0;
+  std::uint32_t step_id = 0;
   std::string master_port;
   std::string master_addr;
   std::string topo_file;
@@ -272,7 +274,11 @@ void write_json(const mapper::RankPlan& p, const mapper::RankPlan& topo,
 std::string render_env(const mapper::RankPlan& p, mapper::Ids ids, const MapOptions& o) {
   mapper::EnvOptions env;
   env.job_id = o.job_id;
-  env.master_port = o.master_port;
+  // As srun derives it for the step (launch/port.h), with this machine's ephemeral range.
+  env.master_port =
+      !o.master_port.empty()
+          ? o.master_port
+          : std::to_string(launch::master_port(o.job_id, o.step_id, launch::ephemeral_ports()));
   env.master_addr = o.master_addr;
   env.topo_file = o.topo_file;
   env.one_gpu_visible = o.one_gpu_visible;
@@ -342,6 +348,9 @@ void add_map(CLI::App& app, Common& common) {
   sub->add_option("--ids", o->in.ids,
                   "plan (default) or slurm: SLURM_PROCID/LOCALID/NODEID carry the plan too (--of "
                   "env)");
+  sub->add_flag("--gpus-bound", o->in.gpus_bound,
+                "Slurm binds the job's GPUs to the tasks (--gpus-per-node, --gpus-per-task): task "
+                "k of each host keeps GPU k and the plan permutes ranks, as a launch plans it");
   add_capacity_options(*sub, o->in);
   sub->add_option("--algo", o->in.algo, "topo (default), block, cyclic or random");
   sub->add_option("--seed", o->in.seed, "Seed for --algo random");
@@ -349,7 +358,8 @@ void add_map(CLI::App& app, Common& common) {
                   "Refinement budget in evaluated moves (default: the mapper's)");
   sub->add_option("--of", o->format, "Output: table (default), json, env or hostfile");
   sub->add_option("-o,--output", o->output, "Write to this file instead of stdout");
-  sub->add_option("--job-id", o->job_id, "Job id (MASTER_PORT = 20000 + id % 20000)");
+  sub->add_option("--job-id", o->job_id, "Job id (with --step-id, MASTER_PORT as srun derives it)");
+  sub->add_option("--step-id", o->step_id, "Step id of the job (default 0)");
   sub->add_option("--master-port", o->master_port, "MASTER_PORT instead of the derived one");
   sub->add_option("--master-addr", o->master_addr,
                   "MASTER_ADDR instead of rank 0's host name (the plugin uses Slurm's NodeAddr "

@@ -35,10 +35,10 @@
 #include <thread>
 #include <vector>
 
-#include "busbw_model.h"
 #include "cli.h"
 #include "nccl_runtime.h"
 #include "node_input.h"
+#include "topoaware/mapper/busbw_model.h"
 #include "topoaware/mapper/synthetic.h"
 #include "topoaware/topology/error.h"
 #include "topoaware/topology/nccl_graph.h"
@@ -47,6 +47,10 @@
 #include "topoaware/topology/sources.h"
 
 namespace topoaware::cli {
+
+using mapper::busbw::Collective;
+using mapper::busbw::ModeledBusbw;
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -198,7 +202,7 @@ void worker_allreduce(const Options& o) {
     const std::size_t bytes = count * sizeof(float);
     const double algbw = static_cast<double>(bytes) / seconds / 1e9;
     std::printf("size %zu %.2f %.3f %.3f\n", bytes, seconds * 1e6, algbw,
-                algbw * busbw_factor(Collective::kAllReduce, l.devices));
+                algbw * mapper::busbw::busbw_factor(Collective::kAllReduce, l.devices));
     std::fflush(stdout);
   }
   for (gpu::NcclComm c : comms) l.nccl->comm_destroy(c);
@@ -462,7 +466,7 @@ ModeledBusbw modeled_allreduce(const topology::NodeTopology& node, int ranks, do
   s.gpus_per_host = ranks;
   s.ports_per_host = std::max<int>(1, static_cast<int>(node.nics().size()));
   topology::Fabric fabric = mapper::make_fat_tree(s);
-  return model_busbw(fabric, node, 1, ranks, Collective::kAllReduce, bytes);
+  return mapper::busbw::model_busbw(fabric, node, 1, ranks, Collective::kAllReduce, bytes);
 }
 
 int run_check(const Options& o) {

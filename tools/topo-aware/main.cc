@@ -8,6 +8,7 @@
 #include <system_error>
 
 #include "cli.h"
+#include "topoaware/launch/build.h"
 #include "topoaware/mapper/layout.h"
 #include "topoaware/topology/error.h"
 
@@ -49,7 +50,7 @@ int main(int argc, char** argv) {
   CLI::App app{"topo-aware: topology-aware rank mapping for multi-node GPU training on Slurm",
                "topo-aware"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", std::string("topo-aware ") + TOPOAWARE_VERSION);
+  app.set_version_flag("--version", std::string("topo-aware ") + launch::build_id());
   cli::Common common;
   app.add_flag("-v,--verbose", common.verbose, "More detail (repeatable)");
   app.add_flag("-q,--quiet", common.quiet, "Only errors");

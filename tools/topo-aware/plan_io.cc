@@ -10,29 +10,18 @@
 #include <utility>
 
 #include "cli.h"
-#include "config.h"
+#include "topoaware/launch/config.h"
+#include "topoaware/launch/inputs.h"
+#include "topoaware/launch/request.h"
 #include "topoaware/mapper/layout.h"
 #include "topoaware/mapper/nccl_model.h"
 #include "topoaware/mapper/synthetic.h"
-#include "topoaware/topology/doctor_source.h"
 #include "topoaware/topology/error.h"
 #include "topoaware/topology/fabric_io.h"
-#include "topoaware/topology/health.h"
 #include "topoaware/topology/hostlist.h"
 #include "topoaware/topology/sources.h"
 
 namespace topoaware::cli {
-namespace {
-
-std::string read_text(const std::string& path, const std::string& option) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw topology::Error(topology::ErrorCode::kNotFound, option + " " + path, "cannot open");
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
-}  // namespace
 
 mapper::Algorithm algorithm_from(const std::string& name) {
   if (name == "topo") return mapper::Algorithm::kTopo;
@@ -84,41 +73,32 @@ Loaded load_inputs(const MapInputs& in) {
   if (in.tasks_per_node > 0 && in.ntasks > 0) {
     throw UsageError("give --tasks-per-node or --ntasks, not both");
   }
-  // The plugin's own configuration: the same fabric and node captures a launch would use.
-  std::optional<spank::Config> config;
-  if (!in.config.empty()) config = spank::parse_plugstack({"config=" + in.config});
-  const std::string fabric = !in.fabric.empty() ? in.fabric : config ? config->fabric : "";
-  const std::string guid_map = !in.guid_map.empty() ? in.guid_map : config ? config->guid_map : "";
-  if (fabric.empty()) {
-    throw UsageError(config ? "--config " + in.config + " names no fabric; give --fabric FILE"
-                            : "--fabric FILE (or --config PLUGIN.toml) is required");
+  // The configuration a launch would read (the plugin's own, with --config), this command's
+  // options over it: the same fabric, captures and defaults, read by the same library.
+  launch::Config site;
+  if (!in.config.empty()) site = launch::parse_plugstack({"config=" + in.config});
+  if (!in.fabric.empty()) {
+    site.fabric = in.fabric;
+    site.fabric_format =
+        topology::parse_input_format(in.fabric_format, topology::InputKind::kFabric, "--format");
   }
-  Loaded out;
-  // --format, else the configuration's fabric_format when its fabric is the one read.
-  topology::InputFormat fabric_format =
-      topology::parse_input_format(in.fabric_format, topology::InputKind::kFabric, "--format");
-  if (fabric_format == topology::InputFormat::kAuto && config && in.fabric.empty()) {
-    fabric_format = config->fabric_format;
+  if (!in.guid_map.empty()) site.guid_map = in.guid_map;
+  if (site.fabric.empty()) {
+    throw UsageError(!in.config.empty()
+                         ? "--config " + in.config + " names no fabric; give --fabric FILE"
+                         : "--fabric FILE (or --config PLUGIN.toml) is required");
   }
-  out.fabric = topology::load_fabric(fabric, guid_map, fabric_format);
-  // What the site declares where the fabric gives no capacities, and how its tiers route: the
-  // option, else the plugin configuration, as a launch would apply it.
   if (!in.oversubscription.empty()) {
-    topology::declare_oversubscription(
-        out.fabric, topology::parse_oversubscription(in.oversubscription, "--oversubscription"));
-  } else if (config && !config->oversubscription.empty()) {
-    topology::declare_oversubscription(out.fabric, config->oversubscription);
+    site.oversubscription =
+        topology::parse_oversubscription(in.oversubscription, "--oversubscription");
   }
-  if (!in.routing.empty()) {
-    out.fabric.routing = topology::parse_routing(in.routing, "--routing");
-    out.fabric.routing_by_tier.clear();
-  } else if (config && config->routing) {
-    out.fabric.routing = *config->routing;
-    out.fabric.routing_by_tier.clear();
-  }
+  if (!in.routing.empty()) site.routing = topology::parse_routing(in.routing, "--routing");
+  Loaded out;
+  out.fabric = launch::load_configured_fabric(site);
   std::vector<std::string> hosts = topology::expand_hostlist(in.nodes, "--nodes");
   if (hosts.empty()) throw UsageError("--nodes names no host");
-  // Node models: one capture for all hosts, a plain synthetic node, or the fabric's node types.
+  // Node models: one capture for all hosts, a plain synthetic node, or, as a launch finds them,
+  // each host's [[node]] capture, else its fabric node type's.
   int gpus = in.gpus_per_node;
   if (!in.node_type.empty()) {
     out.node_store.push_back(
@@ -158,98 +138,77 @@ Loaded load_inputs(const MapInputs& in) {
     out.node_store.push_back(std::move(node));
     out.nodes.assign(hosts.size(), out.node_store.back().get());
   } else {
-    // Per host, as the plugin finds it: the configuration's [[node]] capture, else the fabric's
-    // node type capture. Each file is loaded once.
-    std::map<std::string, const topology::NodeTopology*> by_path;
-    const spank::Config no_config;
-    const spank::Config& launch = config ? *config : no_config;
     for (const auto& h : hosts) {
-      const std::string capture = spank::capture_for(launch, out.fabric, h);
-      const topology::InputFormat format = launch.capture_format;
-      if (capture.empty()) {
-        throw UsageError("host " + h + " has no node type with a capture in " + fabric +
-                         (config ? " nor a [[node]] capture in " + in.config : std::string()) +
-                         "; give --gpus-per-node N or --node-type CAPTURE");
+      // Offline there is no live machine to stand in for a host, as a node would for itself.
+      if (launch::capture_for(site, out.fabric, h).empty()) {
+        throw UsageError(
+            "host " + h + " has no node type with a capture in " + site.fabric +
+            (!in.config.empty() ? " nor a [[node]] capture in " + in.config : std::string()) +
+            "; give --gpus-per-node N or --node-type CAPTURE");
       }
-      auto it = by_path.find(capture);
-      if (it == by_path.end()) {
-        out.node_store.push_back(
-            std::make_unique<topology::NodeTopology>(topology::load_node_file(capture, format)));
-        it = by_path.emplace(capture, out.node_store.back().get()).first;
-      }
-      out.nodes.push_back(it->second);
     }
+    launch::NodeModels models = launch::load_nodes(site, out.fabric, hosts);
+    out.nodes = models.per_host;
+    for (auto& [source, node] : models.by_source) out.node_store.push_back(std::move(node));
     gpus = static_cast<int>(out.nodes[0]->gpus().size());
   }
-  // The node doctor's reports: degraded NICs carry what they measured (health.h).
-  if (!in.health_dir.empty()) {
-    std::map<std::string, std::vector<topology::NicHealth>> health;
-    for (std::size_t h = 0; h < hosts.size(); ++h) {
-      if (auto report = topology::read_health_report(in.health_dir, hosts[h])) {
-        health[hosts[h]] =
-            topology::nic_health(*report, out.nodes.empty() ? nullptr : out.nodes[h]);
-      }
+  // The node doctor's reports: degraded NICs carry what they measured (health.h). Offline, a
+  // report that does not parse is an error, not a line left out.
+  out.health = launch::read_health_dir(in.health_dir, out.fabric, hosts, out.nodes,
+                                       [&](const std::string& e) {
+                                         throw topology::Error(topology::ErrorCode::kBadInput,
+                                                               "--health-dir", e);
+                                       })
+                   .lines;
+
+  // The SPEC as srun takes it, with the options' launch keys over it. A relative job description
+  // is this command's: the launch reads it by its absolute path.
+  mapper::LaunchSpec spec = mapper::parse_launch_spec(in.layout);
+  if (spec.layout.rfind("file:", 0) == 0) {
+    const std::string path = spec.layout.substr(5);
+    std::error_code ec;
+    if (!path.empty() && path.front() != '/') {
+      const auto abs = std::filesystem::absolute(path, ec);
+      if (!ec) spec.layout = "file:" + abs.lexically_normal().string();
     }
-    out.health = topology::apply_health(out.fabric, health);
   }
-  mapper::LaunchSpec launch = mapper::parse_launch_spec(in.layout);
-  if (!in.launcher.empty()) launch.launcher = mapper::parse_launcher(in.launcher);
-  if (in.nproc > 0) launch.nproc = in.nproc;
-  if (!in.ids.empty()) launch.ids = mapper::parse_ids(in.ids);
-  if (launch.nproc > 0 && launch.launcher == mapper::Launcher::kAuto) {
-    launch.launcher = mapper::Launcher::kPerNode;
+  if (!in.launcher.empty()) spec.launcher = mapper::parse_launcher(in.launcher);
+  if (in.nproc > 0) spec.nproc = in.nproc;
+  if (!in.ids.empty()) {
+    spec.ids = mapper::parse_ids(in.ids);
+    spec.ids_given = true;
   }
-  out.ids = launch.ids;
-  const bool per_node = launch.launcher == mapper::Launcher::kPerNode;
+  if (spec.nproc > 0 && spec.launcher == mapper::Launcher::kAuto) {
+    spec.launcher = mapper::Launcher::kPerNode;
+  }
+  const bool per_node = spec.launcher == mapper::Launcher::kPerNode;
   if (per_node && (in.ntasks > 0 || in.tasks_per_node > 1)) {
     throw UsageError(
         "a per-node launcher runs one task per host: leave out --ntasks and "
         "--tasks-per-node (--nproc sets its workers)");
   }
-  mapper::Request& r = out.request;
-  r.hosts = hosts;
+  launch::StepShape shape;
+  shape.hosts = hosts;
   if (per_node) {
-    r.tasks_per_host.assign(hosts.size(), 1);
+    shape.tasks.assign(hosts.size(), 1);
   } else if (in.ntasks > 0) {
-    // Slurm's block distribution: the first ntasks % hosts hosts take one more.
-    const long long n = static_cast<long long>(hosts.size());
-    for (long long i = 0; i < n; ++i) {
-      r.tasks_per_host.push_back(static_cast<int>(in.ntasks / n + (i < in.ntasks % n ? 1 : 0)));
-    }
+    shape.tasks = launch::block_tasks(static_cast<std::uint64_t>(in.ntasks), hosts.size());
   } else {
-    int per = in.tasks_per_node > 0 ? in.tasks_per_node : gpus;
-    r.tasks_per_host.assign(hosts.size(), per);
+    shape.tasks.assign(hosts.size(), in.tasks_per_node > 0 ? in.tasks_per_node : gpus);
   }
-  // The launch style as srun would find it: one task a host on multi-GPU hosts is a per-node
-  // launcher, whose workers are the plan's ranks.
-  std::vector<int> workers;
-  for (std::size_t h = 0; h < hosts.size(); ++h) {
-    workers.push_back(launch.nproc > 0    ? launch.nproc
-                      : out.nodes.empty() ? gpus
-                                          : static_cast<int>(out.nodes[h]->gpus().size()));
+  shape.gpus_per_host = launch::workers_per_host(spec, out.nodes, {});
+  shape.gpus_bound = in.gpus_bound;
+  launch::StepRequest req;
+  try {
+    req = launch::make_request(site, spec, shape);
+  } catch (const launch::RequestError& e) {
+    throw mapper::Error("--layout " + in.layout + ": " + e.what());
   }
-  out.launcher = mapper::resolve_launcher(launch.launcher, r.tasks_per_host, workers);
-  if (out.launcher == mapper::Launcher::kPerNode) {
-    r.tasks_per_host = workers;
-    r.host_blocks = true;
-  }
-  long long world = 0;
-  for (int t : r.tasks_per_host) world += t;
-  const std::string& spec = launch.layout;
-  if (spec.rfind("file:", 0) == 0) {
-    std::string path = spec.substr(5);
-    r.layout = mapper::parse_job_toml(read_text(path, "--layout"), path, static_cast<int>(world));
-  } else {
-    try {
-      r.layout = mapper::parse_layout(spec, static_cast<int>(world));
-    } catch (const mapper::Error& e) {
-      throw mapper::Error("--layout " + in.layout + ": " + e.what() +
-                          (r.host_blocks
-                               ? " (" + std::to_string(world) + " workers of a per-node launcher)"
-                               : std::string()));
-    }
-  }
-  if (r.host_blocks) mapper::check_host_blocks(r.layout, r.tasks_per_host);
+  out.request = std::move(req.request);
+  out.launcher =
+      req.style == launch::Style::kPerNode ? mapper::Launcher::kPerNode : mapper::Launcher::kPerGpu;
+  out.ids = req.ids;
+  mapper::Request& r = out.request;
   r.algorithm = algorithm_from(in.algo);
   r.seed = in.seed;
   r.refine_moves = in.refine_moves;
@@ -298,6 +257,7 @@ nlohmann::json inputs_to_json(const MapInputs& in) {
   j["overlap_dims"] = in.overlap_dims;
   j["allow_split"] = in.allow_split;
   j["nccl_version"] = in.nccl_version;
+  if (in.gpus_bound) j["gpus_bound"] = true;
   return j;
 }
 
@@ -326,6 +286,7 @@ MapInputs inputs_from_json(const nlohmann::json& j, const std::string& context) 
     in.overlap_dims = j.value("overlap_dims", false);
     in.allow_split = j.value("allow_split", false);
     in.nccl_version = j.value("nccl_version", std::string());
+    in.gpus_bound = j.value("gpus_bound", false);
   } catch (const nlohmann::json::exception& e) {
     throw topology::Error(topology::ErrorCode::kBadInput, context,
                           std::string("inputs: ") + e.what());

@@ -1,6 +1,7 @@
 // What `map` and `inspect` share: turning command-line inputs (fabric file, hostlist, node type
-// or GPUs per node, layout spec or job file) into a mapper::Request, and a plan into JSON that
-// carries those inputs so `inspect` can recompute every figure from the same sources.
+// or GPUs per node, layout spec or job file) into a mapper::Request, through the launch library's
+// builder that the plugin uses too, and a plan into JSON that carries those inputs so `inspect`
+// can recompute every figure from the same sources.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -41,6 +42,9 @@ struct MapInputs {
   bool overlap_dims = false;  // model the dims' communication as overlapping
   bool allow_split = false;   // the model may split groups that fit an NVLink domain
   std::string nccl_version;   // the NCCL release the model follows; empty: the SPEC's (newest)
+  // Slurm binds GPUs to the tasks (--gpus-per-node, --gpus-per-task): one task per GPU keeps task
+  // k of each host on its GPU k and the plan permutes ranks, as the plugin plans such a step.
+  bool gpus_bound = false;
 };
 
 // Everything a plan needs, loaded. Node models live here; request.hosts index them.

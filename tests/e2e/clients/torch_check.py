@@ -6,11 +6,14 @@ MASTER_ADDR/PORT, as Megatron and torchrun's workers read them), or with --slurm
 Lightning's SLURMEnvironment does (rank and world from SLURM_PROCID/SLURM_NTASKS, local rank
 from SLURM_LOCALID, the address from MASTER_ADDR/PORT) -- then all-reduces over every rank and,
 where TOPO_AWARE_COORDS is set, over each group of each parallel dim built from the
-coordinates every rank reports. Prints one line per rank for check_plan.py.
+coordinates every rank reports. Prints one line per rank for check_plan.py. --hold SECONDS keeps
+the process group (and rank 0's store on MASTER_PORT) open that long between two barriers, so
+that steps started together overlap.
 """
 import os
 import socket
 import sys
+import time
 
 import torch
 import torch.distributed as dist
@@ -58,12 +61,16 @@ def main():
     dist.all_reduce(t)
     total = "ok" if t.item() == world * (world + 1) / 2 else "BAD"
     groups = ",".join(groups_of(rank, world)) or "-"
+    if "--hold" in sys.argv:
+        dist.barrier()
+        time.sleep(float(sys.argv[sys.argv.index("--hold") + 1]))
+        dist.barrier()
     print(f"rank={rank} env_rank={os.environ.get('RANK', '-')} "
           f"procid={os.environ.get('SLURM_PROCID', '-')} "
           f"slurm_procid={os.environ.get('TOPO_AWARE_SLURM_PROCID', '-')} "
           f"host={socket.gethostname()} local={local} "
           f"gpu={devices[local] if local < len(devices) else '-'} world={world} sum={total} "
-          f"groups={groups}", flush=True)
+          f"groups={groups} port={os.environ.get('MASTER_PORT', '-')}", flush=True)
     # Every rank past its groups' collectives before any tears down: on torch 2.6 (Debian 13) a
     # rank that destroys the group first can leave the others waiting on its store for good.
     dist.barrier()

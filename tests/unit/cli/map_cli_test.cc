@@ -18,6 +18,7 @@
 #include "cli/cli_support.h"
 #include "doctor_fixtures.h"
 #include "test_support.h"
+#include "topoaware/launch/port.h"
 
 namespace {
 
@@ -54,7 +55,16 @@ TEST(MapCliTest, EnvLinesPerTaskSortedByName) {
   ASSERT_EQ(env.size(), 32u);
   for (const auto& [task, n] : names) EXPECT_TRUE(std::is_sorted(n.begin(), n.end())) << task;
   EXPECT_EQ(env[0]["WORLD_SIZE"], "32");
-  EXPECT_EQ(env[0]["MASTER_PORT"], "20077");
+  // MASTER_PORT as srun derives it for step 0 of job 77 on this machine (launch/port.h).
+  const std::string port =
+      std::to_string(topoaware::launch::master_port(77, 0, topoaware::launch::ephemeral_ports()));
+  EXPECT_EQ(env[0]["MASTER_PORT"], port);
+  // Another step of the same job listens elsewhere: two steps may run at once.
+  CliRun step1 = cli("map " + lab_args() +
+                     " --nodes 'node[1-4]' --layout tp=8,pp=2 --job-id 77 --step-id 1 --of env");
+  ASSERT_EQ(step1.rc, 0) << step1.err;
+  EXPECT_EQ(step1.out.find("0 MASTER_PORT=" + port + "\n"), std::string::npos) << step1.out;
+  EXPECT_NE(step1.out.find("0 MASTER_PORT="), std::string::npos) << step1.out;
   EXPECT_EQ(env[5]["LOCAL_WORLD_SIZE"], "8");
   // The DGX H100 capture pairs GPU k with mlx5_k.
   for (int t = 0; t < 32; ++t) {
@@ -362,7 +372,7 @@ TEST(MapCliTest, PerNodeLauncherThatWouldStraddleHostsIsRefusedNamingTheFix) {
                    " --nodes 'node[1-4]' --launcher per-node --layout "
                    "tp=16,pp=3");
   EXPECT_EQ(fit.rc, 1) << fit.out;
-  EXPECT_NE(fit.err.find("32 workers of a per-node launcher"), std::string::npos) << fit.err;
+  EXPECT_NE(fit.err.find("4 hosts x 8 workers (per-node launcher)"), std::string::npos) << fit.err;
 }
 
 TEST(MapCliTest, IdsSlurmAndThePluginsConfiguration) {
@@ -382,7 +392,9 @@ TEST(MapCliTest, IdsSlurmAndThePluginsConfiguration) {
     EXPECT_EQ(e["SLURM_PROCID"], e["RANK"]);
     EXPECT_EQ(e["TOPO_AWARE_SLURM_PROCID"], std::to_string(task));
     EXPECT_EQ(e["MASTER_ADDR"], "10.0.0.1");
-    EXPECT_EQ(e["JAX_COORDINATOR_ADDRESS"], "10.0.0.1:20005");
+    EXPECT_EQ(e["JAX_COORDINATOR_ADDRESS"],
+              "10.0.0.1:" + std::to_string(topoaware::launch::master_port(
+                                5, 0, topoaware::launch::ephemeral_ports())));
   }
   // The same plan as from the fabric and capture given directly.
   CliRun direct = cli("map " + lab_args() +

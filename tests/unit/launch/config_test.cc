@@ -1,6 +1,7 @@
-// The plugin's configuration parser: etc/topo-aware.toml as shipped, plugstack overrides, and
-// the strictness promised to admins (unknown keys and bad values name where they are).
-#include "config.h"
+// The site configuration's parser (the plugin's, and `topo-aware map --config`'s):
+// etc/topo-aware.toml as shipped, plugstack overrides, and the strictness promised to admins
+// (unknown keys and bad values name where they are).
+#include "topoaware/launch/config.h"
 
 #include <gtest/gtest.h>
 
@@ -10,12 +11,12 @@
 #include <string>
 #include <vector>
 
-#include "inputs.h"
+#include "topoaware/launch/inputs.h"
 #include "topoaware/topology/error.h"
 #include "topoaware/topology/fabric_io.h"
 #include "topoaware/topology/input_format.h"
 
-namespace topoaware::spank {
+namespace topoaware::launch {
 namespace {
 
 std::string write_temp(const std::string& name, const std::string& text) {
@@ -35,7 +36,7 @@ std::string error_of(const std::vector<std::string>& args) {
   return {};
 }
 
-TEST(SpankConfig, ShippedExampleParsesWithDocumentedDefaults) {
+TEST(Config, ShippedExampleParsesWithDocumentedDefaults) {
   Config c =
       parse_plugstack({std::string("config=") + TOPOAWARE_SOURCE_DIR + "/etc/topo-aware.toml"});
   EXPECT_EQ(c.policy, Policy::kFailOpen);
@@ -47,7 +48,7 @@ TEST(SpankConfig, ShippedExampleParsesWithDocumentedDefaults) {
   EXPECT_EQ(capture_for(c, "node3").empty(), false);
 }
 
-TEST(SpankConfig, PathsAreRelativeToTheFileAndFirstMatchingNodeWins) {
+TEST(Config, PathsAreRelativeToTheFileAndFirstMatchingNodeWins) {
   std::string path = write_temp("rel.toml",
                                 "fabric = \"cluster.toml\"\n"
                                 "[[node]]\nhosts = \"gpu-a*\"\ncapture = \"a.xml\"\n"
@@ -60,7 +61,7 @@ TEST(SpankConfig, PathsAreRelativeToTheFileAndFirstMatchingNodeWins) {
   EXPECT_EQ(capture_for(c, "login1"), "");
 }
 
-TEST(SpankConfig, PlugstackOverridesWinOverTheFile) {
+TEST(Config, PlugstackOverridesWinOverTheFile) {
   std::string path =
       write_temp("ovr.toml", "policy = \"fail-open\"\ngpu_binding = \"local-rank\"\n");
   Config c = parse_plugstack({"policy=fail-closed", "config=" + path, "gpu_binding=one-gpu",
@@ -71,7 +72,7 @@ TEST(SpankConfig, PlugstackOverridesWinOverTheFile) {
   EXPECT_TRUE(c.overwrite_user_env);
 }
 
-TEST(SpankConfig, OversubscriptionAndRoutingForFabricsWithoutSpeeds) {
+TEST(Config, OversubscriptionAndRoutingForFabricsWithoutSpeeds) {
   std::string path = write_temp("cap.toml", "oversubscription = [1, 2.5]\nrouting = \"ecmp\"\n");
   Config c = parse_plugstack({"config=" + path});
   EXPECT_EQ(c.oversubscription, (std::vector<double>{1, 2.5}));
@@ -92,7 +93,7 @@ TEST(SpankConfig, OversubscriptionAndRoutingForFabricsWithoutSpeeds) {
 // fabric_format / capture_format: the admin's word for a file whose head does not say what it is.
 // A format that is forced is used as given: a topology.conf read as ibnetdiscover is refused by
 // that reader, naming the file; the wrong kind of format is refused at the key.
-TEST(SpankConfig, FabricAndCaptureFormatsOverrideDetection) {
+TEST(Config, FabricAndCaptureFormatsOverrideDetection) {
   const std::string fixtures = TOPOAWARE_TEST_FIXTURES;
   const std::string conf = fixtures + "/slurm-topology/psmn-x5-tree-from-ibnetdiscover.topology.conf";
   Config detected = parse_plugstack({"fabric=" + conf});
@@ -123,7 +124,7 @@ TEST(SpankConfig, FabricAndCaptureFormatsOverrideDetection) {
 
 // One answer to "which capture for this host" for srun, slurmstepd and `map`: the [[node]]
 // entry first, else the fabric node type's capture resolved against the fabric's folder.
-TEST(SpankConfig, CaptureForAHostIsTheNodeEntryElseItsNodeType) {
+TEST(Config, CaptureForAHostIsTheNodeEntryElseItsNodeType) {
   const std::string lab = std::string(TOPOAWARE_SOURCE_DIR) + "/etc/lab-cluster.toml";
   const topology::Fabric fabric = topology::load_fabric(lab, "");
   const Config none;
@@ -138,7 +139,7 @@ TEST(SpankConfig, CaptureForAHostIsTheNodeEntryElseItsNodeType) {
   EXPECT_EQ(capture_for(with_node, fabric, "node3"), by_type);
 }
 
-TEST(SpankConfig, UnknownKeysAndBadValuesNameTheirOrigin) {
+TEST(Config, UnknownKeysAndBadValuesNameTheirOrigin) {
   EXPECT_NE(error_of({"colour=blue"}).find("unknown key 'colour'"), std::string::npos);
   EXPECT_NE(error_of({"novalue"}).find("plugstack argument 'novalue'"), std::string::npos);
   EXPECT_NE(error_of({"policy=maybe"}).find("fail-open or fail-closed"), std::string::npos);
@@ -152,7 +153,7 @@ TEST(SpankConfig, UnknownKeysAndBadValuesNameTheirOrigin) {
   EXPECT_NE(error_of({"config=" + node}).find("needs both hosts and capture"), std::string::npos);
 }
 
-TEST(SpankConfig, MalformedAndMissingFilesAreErrorsWithTheirPath) {
+TEST(Config, MalformedAndMissingFilesAreErrorsWithTheirPath) {
   std::string broken = write_temp("broken.toml", "fabric = \"unterminated\n");
   std::string msg = error_of({"config=" + broken});
   EXPECT_NE(msg.find(broken + ":1"), std::string::npos) << msg;
@@ -162,4 +163,4 @@ TEST(SpankConfig, MalformedAndMissingFilesAreErrorsWithTheirPath) {
 }
 
 }  // namespace
-}  // namespace topoaware::spank
+}  // namespace topoaware::launch

@@ -1,7 +1,9 @@
 // The cost model's figure for one nccl-tests collective, as a bus bandwidth: what
 // `topo-aware nccl-check --allreduce` prints beside the measured one and what
-// tools/bench/calibration_bench tabulates against published runs. Only the mapper's public API is
-// used (make_instance, evaluate), so the figure follows whatever the cost model is.
+// tools/bench/calibration_bench tabulates against published runs, here beside the cost model that
+// owns the figure. Only the mapper's public API is used (make_instance, evaluate), so the figure
+// follows whatever the cost model is. Its own namespace: nccl-tests' collectives are not the
+// layout's (mapper::Collective).
 //
 // nccl-tests (doc/PERFORMANCE.md there) reports algbw = size / time and busbw = algbw x 2(n-1)/n
 // for all_reduce, x (n-1)/n for all_gather and alltoall, x 1 for sendrecv; ranks are placed in
@@ -19,7 +21,7 @@
 #include "topoaware/topology/fabric.h"
 #include "topoaware/topology/node.h"
 
-namespace topoaware::cli {
+namespace topoaware::mapper::busbw {
 
 enum class Collective { kAllReduce, kAllGather, kAllToAll, kSendRecv };
 
@@ -131,4 +133,4 @@ inline ModeledBusbw model_busbw(const topology::Fabric& fabric, const topology::
   return out;
 }
 
-}  // namespace topoaware::cli
+}  // namespace topoaware::mapper::busbw

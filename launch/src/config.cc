@@ -1,4 +1,4 @@
-#include "config.h"
+#include "topoaware/launch/config.h"
 
 #include <fnmatch.h>
 #include <toml++/toml.h>
@@ -12,7 +12,7 @@
 #include "topoaware/mapper/layout.h"
 #include "topoaware/topology/error.h"
 
-namespace topoaware::spank {
+namespace topoaware::launch {
 namespace {
 
 using topology::Error;
@@ -21,8 +21,8 @@ using topology::ErrorCode;
 constexpr const char* kKeys =
     "fabric, fabric_format, guid_map, job_dir, policy, gpu_binding, overwrite_user_env, "
     "bind_cpus, "
-    "judge_allocation, master_port, launcher, ids, health_dir, doctor, doctor_fsroot, capture, "
-    "oversubscription, routing";
+    "judge_allocation, master_port, launcher, ids, health_dir, doctor, doctor_fsroot, "
+    "discover_fsroot, capture, oversubscription, routing";
 
 bool parse_bool(const std::string& value, const std::string& where, const std::string& key) {
   if (value == "true" || value == "yes" || value == "1") return true;
@@ -116,7 +116,7 @@ void load_file(Config& config, const std::string& path) {
     }
     std::string text = scalar_text(value, key, where);
     if (key == "fabric" || key == "guid_map" || key == "job_dir" || key == "capture" ||
-        key == "health_dir" || key == "doctor_fsroot") {
+        key == "health_dir" || key == "doctor_fsroot" || key == "discover_fsroot") {
       text = resolve(text, path);
     }
     apply_setting(config, key, text, where);
@@ -187,6 +187,11 @@ void apply_setting(Config& config, const std::string& key, const std::string& va
       throw Error(ErrorCode::kBadInput, where, "doctor_fsroot must be an absolute path");
     }
     config.doctor_fsroot = value;
+  } else if (key == "discover_fsroot") {
+    if (value.empty() || value.front() != '/') {
+      throw Error(ErrorCode::kBadInput, where, "discover_fsroot must be an absolute path");
+    }
+    config.discover_fsroot = value;
   } else if (key == "launcher" || key == "ids") {
     try {
       if (key == "launcher") {
@@ -266,4 +271,4 @@ const char* to_string(GpuBinding binding) {
   return binding == GpuBinding::kOneGpu ? "one-gpu" : "local-rank";
 }
 
-}  // namespace topoaware::spank
+}  // namespace topoaware::launch

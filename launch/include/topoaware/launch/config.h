@@ -1,6 +1,8 @@
-// The plugin's site configuration: what an admin writes in the TOML file named by the plugstack
-// argument `config=PATH` (documented, key by key, in etc/topo-aware.toml) and the `key=value`
-// overrides that may follow it on the plugstack line.
+// The site configuration a launch plans from: what an admin writes in the TOML file named by the
+// plugstack argument `config=PATH` (documented, key by key, in etc/topo-aware.toml) and the
+// `key=value` overrides that may follow it on the plugstack line. The plugin reads it at every
+// launch and `topo-aware map --config` reads it offline, both through this library, so the two
+// cannot read one file two ways.
 //
 // Parsing is strict, like the rest of Slurm's plugstack: an unknown key, a wrong type or a bad
 // value is an error naming the file:line or the plugstack argument, so a typo never silently
@@ -15,7 +17,7 @@
 #include "topoaware/topology/fabric.h"
 #include "topoaware/topology/input_format.h"
 
-namespace topoaware::spank {
+namespace topoaware::launch {
 
 enum class Policy { kFailOpen, kFailClosed };
 enum class GpuBinding { kLocalRank, kOneGpu };
@@ -52,6 +54,9 @@ struct Config {
   // doctor_fsroot) and warns about what it finds.
   bool doctor_warn = false;
   std::string doctor_fsroot = "/";
+  // Where live discovery reads sysfs for hosts without a capture: "/" on a real node (hwloc, NVML,
+  // verbs), a sysfs tree otherwise (containers, tests).
+  std::string discover_fsroot = "/";
   std::vector<NodeCapture> nodes;  // per-host node captures, first match wins
   // Where the fabric gives no link speeds (topology.conf without LinkSpeed): the oversubscription
   // of tiers 1, 2, ... (down:up, each >= 1); empty: non-blocking. Apply to the loaded fabric with
@@ -82,4 +87,4 @@ std::string capture_for(const Config& config, const topology::Fabric& fabric,
 const char* to_string(Policy policy);
 const char* to_string(GpuBinding binding);
 
-}  // namespace topoaware::spank
+}  // namespace topoaware::launch

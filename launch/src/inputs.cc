@@ -1,5 +1,5 @@
-// The plugin's inputs (inputs.h): SPEC, fabric, node models, Slurm's view of the step.
-#include "inputs.h"
+// The inputs a launch plans from (inputs.h).
+#include "topoaware/launch/inputs.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -8,15 +8,18 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <sstream>
 #include <utility>
 
-#include "fd.h"
+#include "topoaware/launch/fd.h"
+#include "topoaware/topology/doctor_source.h"
 #include "topoaware/topology/error.h"
 #include "topoaware/topology/fabric_io.h"
+#include "topoaware/topology/health.h"
 #include "topoaware/topology/sources.h"
 
-namespace topoaware::spank {
+namespace topoaware::launch {
 namespace {
 
 namespace topology = topoaware::topology;
@@ -89,16 +92,6 @@ mapper::Layout layout_for(const mapper::LaunchSpec& launch, int world) {
   return layout;
 }
 
-void check_ids(mapper::Ids ids, const std::string& mpi_type) {
-  if (ids != mapper::Ids::kSlurm || mpi_type.empty() || mpi_type == "none") return;
-  throw RequestError("ids=slurm renumbers SLURM_PROCID, but under --mpi=" + mpi_type +
-                     " MPI ranks are Slurm's task ids and would not follow it. An MPI program "
-                     "gets the plan "
-                     "from Slurm placing its tasks (srun -m arbitrary with `topo-aware map "
-                     "--of hostfile`); a "
-                     "job that does not use MPI runs with --mpi=none");
-}
-
 topology::Fabric load_configured_fabric(const Config& config) {
   if (config.fabric.empty()) {
     throw topology::Error(topology::ErrorCode::kNotFound,
@@ -119,23 +112,53 @@ topology::Fabric load_configured_fabric(const Config& config) {
   return fabric;
 }
 
-// Hosts without a capture are taken to be like the node the plugin runs on.
+topology::NodeTopology discover_this_node(const Config& config) {
+  topology::LiveOptions live;
+  live.fsroot = config.discover_fsroot;
+  live.use_hwloc = live.fsroot == "/";
+  return topology::discover_live(live);
+}
+
+// A host without a capture is taken to be like the machine reading it: every node and srun must
+// then be alike, which the plugin's digest checks (spank/digest.h).
 NodeModels load_nodes(const Config& config, const topology::Fabric& fabric,
                       const std::vector<std::string>& hosts) {
   NodeModels models;
   for (const auto& host : hosts) {
-    const std::string capture = topoaware::spank::capture_for(config, fabric, host);
-    const std::string key = capture.empty() ? std::string("live:") : capture;
+    const std::string capture = capture_for(config, fabric, host);
+    const std::string key = capture.empty() ? std::string(kLiveSource) : capture;
     auto it = models.by_source.find(key);
     if (it == models.by_source.end()) {
       auto node = std::make_unique<topology::NodeTopology>(
-          capture.empty() ? topology::discover_live()
+          capture.empty() ? discover_this_node(config)
                           : topology::load_node_file(capture, config.capture_format));
       it = models.by_source.emplace(key, std::move(node)).first;
     }
     models.per_host.push_back(it->second.get());
+    models.source.push_back(key);
   }
   return models;
+}
+
+HealthRead read_health_dir(const std::string& health_dir, topology::Fabric& fabric,
+                           const std::vector<std::string>& hosts,
+                           const std::vector<const topology::NodeTopology*>& models,
+                           const std::function<void(const std::string&)>& skipped) {
+  HealthRead out;
+  if (health_dir.empty()) return out;
+  std::map<std::string, std::vector<topology::NicHealth>> health;
+  for (std::size_t h = 0; h < hosts.size(); ++h) {
+    try {
+      if (auto report = topology::read_health_report(health_dir, hosts[h])) {
+        health[hosts[h]] = topology::nic_health(*report, h < models.size() ? models[h] : nullptr);
+      }
+    } catch (const std::exception& e) {
+      if (skipped) skipped(e.what());
+    }
+  }
+  out.lines = topology::apply_health(fabric, health);
+  out.text = topology::health_text(health);
+  return out;
 }
 
 void check_hosts_in_fabric(const topology::Fabric& fabric, const std::vector<std::string>& hosts,
@@ -176,7 +199,7 @@ std::vector<int> parse_tasks_per_node(const std::string& text) {
 }
 
 // When nothing better is known (srun before launch).
-std::vector<int> block_tasks(std::uint32_t ntasks, std::size_t nhosts) {
+std::vector<int> block_tasks(std::uint64_t ntasks, std::size_t nhosts) {
   std::vector<int> out(nhosts, 0);
   if (nhosts == 0) return out;
   for (std::size_t i = 0; i < nhosts; ++i) {
@@ -185,4 +208,4 @@ std::vector<int> block_tasks(std::uint32_t ntasks, std::size_t nhosts) {
   return out;
 }
 
-}  // namespace topoaware::spank
+}  // namespace topoaware::launch
