@@ -9,10 +9,13 @@
 //   makes it (kappa); a dim NCCL may run as a tree, CollNet or PAT over three nodes or more sends
 //   less than a ring there and is left to its NCCL floor;
 // - each dim has NCCL floors over every shape its groups can take: the least latency of any
-//   algorithm NCCL could pick, and the least time (bandwidth and latency) of what it picks;
+//   algorithm NCCL could pick, and the least time (bandwidth and latency) of what it picks; over
+//   the shapes of two nodes or more where the islands cannot hold every group whole (its slowest
+//   group sets the dim's NCCL time and latency);
 // - the step is at least the routed bound plus the latency floors, less what the hidden dims can
 //   hide; at least the routed bound of the other dims plus their latency floors plus the hidden
-//   dims' exposed NCCL floors; and at least the NCCL floors alone.
+//   dims' exposed NCCL floors; at least the NCCL floors alone; and at least the NCCL floors of
+//   the visible dims that must split plus this bound of the step without them.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -78,10 +81,14 @@ struct DimFloors {
   bool all_reduce = false;
 };
 
-// The floors of one dim (see the file's comment).
+// The floors of one dim (see the file's comment). `split`: the islands cannot hold every group of
+// the dim whole (fewer whole groups fit their slots than there are groups), so some group spans
+// two NCCL nodes or more, and the dim, as slow as its slowest group (its NCCL time and its
+// latency are each its groups' largest), is at least as slow as the fastest such group: its
+// shapes start at two nodes, with any split of the members between them.
 DimFloors dim_floors(const Traffic& t, const DimTraffic& d,
                      const std::vector<HostClass>& classes, long long island_kmax,
-                     long long islands) {
+                     long long islands, bool split) {
   DimFloors f;
   const long long n = d.size;
   if (d.collective == Collective::kSendRecv || d.collective == Collective::kAllToAll ||
@@ -97,7 +104,10 @@ DimFloors dim_floors(const Traffic& t, const DimTraffic& d,
   const nccl::Func func = gather ? nccl::Func::kReduceScatter : nccl::Func::kAllReduce;
   const double call = d.bytes / std::max(1.0, d.calls);
   const long long first = (n + island_kmax - 1) / std::max(1LL, island_kmax);
-  const long long last = std::min(n, std::max(first, islands));
+  // The fewest nodes the slowest group spans (its floors start there; the routed view's check
+  // below covers every group's shapes).
+  const long long slowest_first = split ? std::max(first, 2LL) : first;
+  const long long last = std::min(n, std::max(slowest_first, islands));
   double least_latency = std::numeric_limits<double>::infinity();
   double least_time = std::numeric_limits<double>::infinity();
   // Near the fewest nodes (where a dim's latency is least) every NIC count a node can give the
@@ -107,46 +117,57 @@ DimFloors dim_floors(const Traffic& t, const DimTraffic& d,
   constexpr long long kChosenNodes = 32;
   for (const auto& c : classes) {
     for (long long nodes = first; nodes <= last; ++nodes) {
-      const long long local = (n + nodes - 1) / nodes;
-      nccl::Comm comm;
-      comm.ranks = static_cast<int>(n);
-      comm.nodes = static_cast<int>(nodes);
-      comm.max_local_ranks = static_cast<int>(local);
-      comm.sm = c.sm;
-      comm.nvswitch = c.nvswitch;
-      comm.nvlink = c.nvlink;
-      comm.amd_cpu = c.amd;
-      comm.gpu_GBps = c.gpu;
-      comm.nic_GBps = c.nic;
-      comm.collnet = t.collnet;
-      const int most_nics =
-          static_cast<int>(std::min<long long>(c.ports, local * c.ports_per_gpu));
       const bool near = nodes < first + kChosenNodes;
-      for (int nics = near ? 1 : most_nics; nics <= most_nics; ++nics) {
-        comm.nics = nics;
-        const nccl::Tuning tuning = nccl::tune(comm, t.nccl);
-        const auto fi = static_cast<std::size_t>(func);
-        const nccl::Choice ch = nccl::choose(tuning, func, call);
-        if (near) {
-          least_latency = std::min(least_latency, ch.latency_us);
-        } else {
-          for (int a = 0; a < nccl::kAlgos; ++a) {
-            for (int p = 0; p < nccl::kProtos; ++p) {
-              const auto ai = static_cast<std::size_t>(a), pi = static_cast<std::size_t>(p);
-              if (tuning.bandwidth[fi][ai][pi] > 0) {
-                least_latency = std::min(least_latency, tuning.latency[fi][ai][pi]);
+      const bool counts = nodes >= slowest_first;  // a shape the slowest group can take
+      // The most members on one node: n spread evenly, or (a forced split, near the fewest
+      // nodes) any uneven spread an island can hold.
+      const long long even = (n + nodes - 1) / nodes;
+      const long long most_local =
+          split && near ? std::max(even, std::min(n - (nodes - 1), island_kmax)) : even;
+      for (long long local = even; local <= most_local; ++local) {
+        nccl::Comm comm;
+        comm.ranks = static_cast<int>(n);
+        comm.nodes = static_cast<int>(nodes);
+        comm.max_local_ranks = static_cast<int>(local);
+        comm.sm = c.sm;
+        comm.nvswitch = c.nvswitch;
+        comm.nvlink = c.nvlink;
+        comm.amd_cpu = c.amd;
+        comm.gpu_GBps = c.gpu;
+        comm.nic_GBps = c.nic;
+        comm.collnet = t.collnet;
+        // NCCL's NIC count is its nodes' least (routing.h): at most the ports of the node with
+        // the fewest members, n / nodes at the most.
+        const int most_nics = static_cast<int>(
+            std::min<long long>(c.ports, std::max(1LL, n / nodes) * c.ports_per_gpu));
+        for (int nics = near ? 1 : most_nics; nics <= most_nics; ++nics) {
+          comm.nics = nics;
+          const nccl::Tuning tuning = nccl::tune(comm, t.nccl);
+          const auto fi = static_cast<std::size_t>(func);
+          const nccl::Choice ch = nccl::choose(tuning, func, call);
+          if (!counts) {
+            // (only the routed view's check)
+          } else if (near) {
+            least_latency = std::min(least_latency, ch.latency_us);
+          } else {
+            for (int a = 0; a < nccl::kAlgos; ++a) {
+              for (int p = 0; p < nccl::kProtos; ++p) {
+                const auto ai = static_cast<std::size_t>(a), pi = static_cast<std::size_t>(p);
+                if (tuning.bandwidth[fi][ai][pi] > 0) {
+                  least_latency = std::min(least_latency, tuning.latency[fi][ai][pi]);
+                }
               }
             }
           }
-        }
-        if (nics == most_nics) least_time = std::min(least_time, ch.time_us);
-        // Over three nodes or more only Ring (and NVLS) send what the view's ring charges.
-        if (nodes >= 3 && ch.algo != nccl::Algo::kRing && ch.algo != nccl::Algo::kNvls) {
-          f.routed = false;
-        }
-        if (nodes <= 2 && (ch.algo == nccl::Algo::kCollNetDirect ||
-                           ch.algo == nccl::Algo::kCollNetChain || ch.algo == nccl::Algo::kPat)) {
-          f.routed = false;
+          if (counts && nics == most_nics) least_time = std::min(least_time, ch.time_us);
+          // Over three nodes or more only Ring (and NVLS) send what the view's ring charges.
+          if (nodes >= 3 && ch.algo != nccl::Algo::kRing && ch.algo != nccl::Algo::kNvls) {
+            f.routed = false;
+          }
+          if (nodes <= 2 && (ch.algo == nccl::Algo::kCollNetDirect ||
+                             ch.algo == nccl::Algo::kCollNetChain || ch.algo == nccl::Algo::kPat)) {
+            f.routed = false;
+          }
         }
       }
     }
@@ -246,12 +267,17 @@ double exposed_bound(const Machine& machine, const Traffic& traffic, bool whole_
     block = level.unit;
   }
   std::vector<DimFloors> floors(dims);
+  std::vector<char> split(dims, 0);
   bool nvls = false;
   for (std::size_t d = 0; d < dims; ++d) {
     const DimTraffic& dt = traffic.dims[d];
     if (dt.size <= 1 || dt.bytes <= 0) continue;
     const long long kmax = whole[d] ? dt.size : std::max(1LL, island_kmax / block);
-    floors[d] = dim_floors(traffic, dt, classes, std::min(kmax, island_kmax), islands);
+    long long whole_groups = 0;
+    for (const auto& [island, slots] : island_slots) whole_groups += slots / dt.size;
+    split[d] = whole_groups < traffic.world / dt.size;
+    floors[d] =
+        dim_floors(traffic, dt, classes, std::min(kmax, island_kmax), islands, split[d] != 0);
     nvls |= floors[d].all_reduce && floors[d].routed;
   }
   // NVLink as fast as NVLS makes an all-reduce (the routing charges an NVLS group's chain over
@@ -320,6 +346,21 @@ double exposed_bound(const Machine& machine, const Traffic& traffic, bool whole_
         lb = std::max(lb, routed + visible_latency + mu * floors[hidden_dim].latency - conjugate);
       }
     }
+  }
+  // A visible dim some of whose groups must span islands is as slow as its fastest split group
+  // (NCCL's time between islands, far above its routed loads inside one): the step is at least
+  // those dims at their NCCL floors plus this bound of the others (each dim's exposed time is a
+  // function of its own time, and without those dims' bytes the others' loads are no larger).
+  Traffic others = traffic;
+  double at_floor = 0;
+  for (std::size_t d = 0; d < dims; ++d) {
+    const DimTraffic& dt = traffic.dims[d];
+    if (!visible[d] || !split[d] || dt.size <= 1 || dt.bytes <= 0) continue;
+    at_floor += floors[d].time;
+    others.dims[d].bytes = 0;
+  }
+  if (at_floor > 0) {
+    lb = std::max(lb, at_floor + exposed_bound(machine, others, whole_cuts, counted));
   }
   return std::max(lb, 0.0);
 }

@@ -1426,3 +1426,31 @@ TEST(BoundTest, WholeCutsProveAPlacementOptimalOnTwoLeavesAtFourToOne) {
 
 }  // namespace
 }  // namespace topoaware::mapper
+
+namespace topoaware::mapper {
+namespace {
+
+// Hosts of 4 GPUs lending 4, 2 and 2 for tp=4,dp=2: one tp group fits a host, the other must
+// span two and runs NCCL between hosts, slower than inside one. The slowest group sets the dim's
+// NCCL time, so the bound takes tp at the NCCL time of its fastest split shape (any uneven split,
+// the NICs of the smaller side) and dp at its own bound: 7.230 s against the optimum's 7.234 s,
+// where tp's floor over every shape (one host included) left it at 7.162 s. Lending 3, 3 and 2,
+// no host holds a group and the floor already started at two hosts; lending 4 and 4, no group
+// splits and the bound stays inside hosts.
+TEST(BoundTest, AGroupNoIslandCanHoldRunsAtNcclsTimeBetweenIslands) {
+  for (const std::vector<int>& lend : {std::vector<int>{4, 2, 2}, std::vector<int>{3, 3, 2}}) {
+    Small s = small(tiny(3, 3, 4, 1), lend, "tp=4,dp=2");
+    Instance in = make_instance(s.fabric, s.nodes, s.request);
+    const double best = brute_force(in);
+    const double lb = lower_bound(in.machine, in.traffic);
+    EXPECT_LE(lb, best * (1 + 1e-9));
+    EXPECT_GE(lb, 0.998 * best) << "bound " << lb << " s, optimum " << best << " s, lending "
+                                << lend[0] << "," << lend[1] << "," << lend[2];
+  }
+  Small whole = small(tiny(3, 3, 4, 1), {4, 4, 0}, "tp=4,dp=2");
+  Instance in = make_instance(whole.fabric, whole.nodes, whole.request);
+  EXPECT_LT(lower_bound(in.machine, in.traffic), 0.5 * 7.2);
+}
+
+}  // namespace
+}  // namespace topoaware::mapper
