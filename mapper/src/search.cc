@@ -30,17 +30,23 @@ namespace {
 // kTwoStartRanks ranks, each with half, and larger steps cut into pieces: a move costs more the
 // larger the step, so kMovesRanks / ranks per ms between the two limits (2,000 moves on steps of
 // up to 512 ranks, median 20 ms of a partial-host suite plan on one core; 100 from 10,240 ranks
-// up, where more moves only spend time).
+// up, where more moves only spend time). Past kMovesRanks / kMovesPerMsLeast ranks, whole hosts
+// or not, the same rate goes on falling to kMovesPerMsFloor (10 moves from 102,400 ranks up): a
+// host exchange re-routes data-parallel groups that grow with the step, and at 131,072 ranks
+// 100 of them took 0.86 s of `map`'s 2.3 s (tools/bench/cli_scale.sh) and changed none of the
+// four scale rows' plans (mapper_bench --scale-only gives the same figures with --moves 0).
 constexpr double kMovesPerMsMost = 10, kMovesPerMsLeast = 0.5, kMovesRanks = 5120;
+constexpr double kMovesPerMsFloor = 0.05;
 constexpr long long kTwoStartRanks = 4096;
 
 // The default refinement budget in moves (above), for `budget_ms` of Request::refine_budget_ms;
-// `by_size`: the rate that falls with the step's size, else kMovesPerMsLeast.
+// `by_size`: the rate that falls with the step's size, else kMovesPerMsLeast until the falling rate
+// drops below it (past 10,240 ranks both fall).
 long long default_moves(double budget_ms, bool by_size, long long ranks) {
-  const double per_ms =
-      by_size ? std::clamp(kMovesRanks / static_cast<double>(std::max<long long>(1, ranks)),
-                           kMovesPerMsLeast, kMovesPerMsMost)
-              : kMovesPerMsLeast;
+  const double size_rate = kMovesRanks / static_cast<double>(std::max<long long>(1, ranks));
+  const double per_ms = size_rate < kMovesPerMsLeast ? std::max(size_rate, kMovesPerMsFloor)
+                        : by_size ? std::min(size_rate, kMovesPerMsMost)
+                                  : kMovesPerMsLeast;
   return static_cast<long long>(std::max(0.0, budget_ms) * per_ms);
 }
 constexpr long long kRefineWork = 40'000'000;
@@ -170,7 +176,8 @@ Assignment Mapper::topo(double bound, long long* moves_done) {
   // ms for about the same gains). Kept apart from the starts above: among them it would take
   // the place of a start that refines better elsewhere; here it can only add a plan.
   Starts cut;
-  if (!partial && t.world > 24 && t.world <= kTwoStartRanks && (best_cost.split > 0 || best_cost.seconds > good_enough)) {
+  if (!partial && t.world > 24 && t.world <= kTwoStartRanks &&
+      (best_cost.split > 0 || best_cost.seconds > good_enough)) {
     cut = cut_around(heavy);
   }
   if (!cut.empty()) {
