@@ -208,8 +208,20 @@ if [ -f "$SHARED/fixtures/ibnetdiscover/hk-hdr-cs8500-192sw-1182ca-ibdiagnet-gen
 fi
 
 # topology/block.
+# Written for the installed Slurm (scontrol, slurmd or slurmctld -V) by default: before 23.11, which has no
+# topology/block, a refusal naming that release; the file is then written for 24.05 to be held
+# against slurmctld's rules below.
 BLOCK="$WORK/dgx-block.conf"
-"$TA" fabric -i "$SRC/etc/cluster-dgx-h100.toml" --of slurm-block -o "$BLOCK"
+installed=$(slurmctld -V | awk '{print $2}')
+if "$TA" fabric -i "$SRC/etc/cluster-dgx-h100.toml" --of slurm-block -o "$BLOCK" 2>"$WORK/block.err"; then
+  grep -q "for Slurm ${installed%.*} (" "$BLOCK" ||
+    fail "the block file does not say it is for the installed Slurm $installed"
+else
+  grep -q "Slurm ${installed%.*} (.*no topology/block" "$WORK/block.err" ||
+    fail "slurm-block for Slurm $installed: $(cat "$WORK/block.err")"
+  echo "block: refused for the installed Slurm $installed: $(cat "$WORK/block.err")"
+  "$TA" fabric -i "$SRC/etc/cluster-dgx-h100.toml" --of slurm-block --slurm-version 24.05 -o "$BLOCK"
+fi
 write_slurm_conf topology/block "$BLOCK"
 if start_ctld; then
   scontrol show topology >"$WORK/block.scontrol"

@@ -8,9 +8,11 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli.h"
+#include "slurm_node.h"
 #include "text_table.h"
 #include "topoaware/topology/fabric_io.h"
 #include "topoaware/topology/hostlist.h"
@@ -24,7 +26,22 @@ struct FabricOptions {
   std::string guid_map;
   std::string format = "text";
   std::string output;
+  std::string slurm_version;  // MAJOR.MINOR the topology.conf is for; empty: the installed one
 };
+
+// The Slurm release a topology.conf is written for, and where that came from: --slurm-version,
+// else the installed Slurm's, else the newest format. scontrol needs the cluster's config even
+// for --version (22.05 fails without one), so the daemons are asked next, as a compute or
+// controller node has them.
+std::pair<topology::SlurmRelease, std::string> slurm_release_for(const std::string& option) {
+  if (!option.empty()) return {*topology::parse_slurm_release(option), "--slurm-version"};
+  for (const char* program : {"scontrol", "slurmd", "slurmctld"}) {
+    const ProgramRun r = run_program({program, "-V"}, 5, /*quiet=*/true);
+    if (!r.error.empty() || r.rc != 0) continue;
+    if (auto v = topology::parse_slurm_release(r.out)) return {*v, std::string(program) + " -V"};
+  }
+  return {{24, 5}, "no Slurm found here: --slurm-version names the release"};
+}
 
 std::string gb(double v) { return figure(v) + " GB/s"; }
 
@@ -190,6 +207,17 @@ void add_fabric(CLI::App& app, Common& common) {
       ->check(CLI::IsMember({"text", "json", "slurm-tree", "slurm-block", "dot"}))
       ->capture_default_str();
   sub->add_option("-o,--output", opt->output, "Write to FILE instead of stdout");
+  sub->add_option("--slurm-version", opt->slurm_version,
+                  "The Slurm release the topology.conf is for (--of slurm-block: BlockSizes only "
+                  "from 24.05, no topology/block before 23.11); default: the installed Slurm's "
+                  "(scontrol, slurmd or slurmctld -V), else 24.05 and later")
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {
+            return topology::parse_slurm_release(v)
+                       ? std::string()
+                       : "\"" + v + "\" is not a Slurm release (MAJOR.MINOR, e.g. 24.05)";
+          },
+          "MAJOR.MINOR"));
   sub->callback([opt, &common] {
     topology::Fabric f = topology::load_fabric(
         opt->input, opt->guid_map,
@@ -200,7 +228,8 @@ void add_fabric(CLI::App& app, Common& common) {
     } else if (opt->format == "slurm-tree") {
       text = topology::to_slurm_tree(f);
     } else if (opt->format == "slurm-block") {
-      text = topology::to_slurm_block(f);
+      const auto [release, origin] = slurm_release_for(opt->slurm_version);
+      text = topology::to_slurm_block(f, release, origin);
     } else if (opt->format == "dot") {
       text = topology::fabric_to_dot(f);
     } else {

@@ -45,7 +45,7 @@ bool contains(const std::string& s, const char* word) { return s.find(word) != s
 
 }  // namespace
 
-ProgramRun run_program(const std::vector<std::string>& argv, int timeout_s) {
+ProgramRun run_program(const std::vector<std::string>& argv, int timeout_s, bool quiet) {
   ProgramRun r;
   if (argv.empty() || argv[0].empty()) {
     r.error = "no program";
@@ -75,6 +75,13 @@ ProgramRun run_program(const std::vector<std::string>& argv, int timeout_s) {
   }
   if (pid == 0) {
     dup2(fds[1], STDOUT_FILENO);
+    if (quiet) {
+      const int null = open("/dev/null", O_WRONLY);
+      if (null >= 0) {
+        dup2(null, STDERR_FILENO);
+        close(null);
+      }
+    }
     close(fds[0]);
     close(fds[1]);
     close(err_fds[0]);

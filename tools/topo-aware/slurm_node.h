@@ -24,8 +24,8 @@ struct ProgramRun {
   std::string error;  // why it did not run (empty when it ran)
 };
 // Runs argv[0] (PATH lookup when it has no '/') without a shell, stdout captured (bounded),
-// stderr passed through; kills it after `timeout_s`.
-ProgramRun run_program(const std::vector<std::string>& argv, int timeout_s);
+// stderr passed through (or to /dev/null when `quiet`); kills it after `timeout_s`.
+ProgramRun run_program(const std::vector<std::string>& argv, int timeout_s, bool quiet = false);
 
 // The Slurm node name: --node, else SLURMD_NODENAME (set by slurmd for HealthCheckProgram),
 // else the short host name of the node model, else this machine's short host name.

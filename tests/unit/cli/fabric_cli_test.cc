@@ -134,12 +134,45 @@ TEST(FabricCli, DotAndBlock) {
   CliRun d = cli("fabric -i ../../etc/lab-cluster.toml --of dot");
   ASSERT_EQ(d.rc, 0) << d.err;
   EXPECT_NE(d.out.find("graph fabric {"), std::string::npos);
-  CliRun b = cli("fabric -i ../../etc/lab-cluster.toml --of slurm-block");
+  CliRun b = cli("fabric -i ../../etc/lab-cluster.toml --of slurm-block --slurm-version 24.05");
   ASSERT_EQ(b.rc, 0) << b.err;
   EXPECT_NE(b.out.find("BlockName=block1 Nodes=node[1-2]\nBlockName=block2 Nodes=node[3-4]\n"
                        "BlockSizes=2,4\n"),
             std::string::npos)
       << b.out;
+}
+
+// The release a topology/block file is for: named, or the installed Slurm's (a stand-in
+// scontrol on PATH here, as sites run it), never a file that release refuses.
+TEST(FabricCli, BlockIsWrittenForTheSlurmReleaseItIsFor) {
+  CliRun old = cli("fabric -i ../../etc/lab-cluster.toml --of slurm-block --slurm-version 23.11");
+  ASSERT_EQ(old.rc, 0) << old.err;
+  EXPECT_EQ(old.out.find("\nBlockSizes="), std::string::npos) << old.out;
+  EXPECT_NE(old.out.find("BlockSizes left out: Slurm 23.11"), std::string::npos) << old.out;
+
+  CliRun none = cli("fabric -i ../../etc/lab-cluster.toml --of slurm-block --slurm-version 23.02");
+  EXPECT_EQ(none.rc, 1) << none.out;
+  EXPECT_NE(none.err.find("Slurm 23.02 (--slurm-version)"), std::string::npos) << none.err;
+  EXPECT_NE(none.err.find("no topology/block"), std::string::npos) << none.err;
+
+  CliRun bad = cli("fabric -i ../../etc/lab-cluster.toml --of slurm-block --slurm-version 24");
+  EXPECT_EQ(bad.rc, 2) << bad.out;
+  EXPECT_NE(bad.err.find("--slurm-version"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("not a Slurm release"), std::string::npos) << bad.err;
+
+  const std::string bin = scratch("bin");
+  fs::create_directories(bin);
+  {
+    std::ofstream s(bin + "/scontrol");
+    s << "#!/bin/sh\n[ \"$1\" = -V ] && echo 'slurm 23.11.4'\n";
+  }
+  fs::permissions(bin + "/scontrol", fs::perms::owner_all);
+  CliRun found = cli("fabric -i ../../etc/lab-cluster.toml --of slurm-block",
+                     "PATH='" + bin + "':\"$PATH\";");
+  fs::remove_all(bin);
+  ASSERT_EQ(found.rc, 0) << found.err;
+  EXPECT_NE(found.out.find("for Slurm 23.11 (scontrol -V)"), std::string::npos) << found.out;
+  EXPECT_EQ(found.out.find("\nBlockSizes="), std::string::npos) << found.out;
 }
 
 // Bad input: exit 1, a message naming the file (and line), in bounded time and memory: the

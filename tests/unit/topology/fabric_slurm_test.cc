@@ -97,6 +97,46 @@ TEST(FabricSlurm, BlockWithBlockSizes) {
   EXPECT_EQ(leaf_membership(again), leaf_membership(f));
 }
 
+// BlockSizes arrived in 24.05 and a 23.11 slurmctld refuses a file with it; there is no
+// topology/block before 23.11 (topology.conf(5) of each release).
+TEST(FabricSlurm, BlockFollowsTheSlurmReleaseItIsFor) {
+  Fabric f = load_fabric(
+      test::fixture("slurm-topology/slurm-testsuite-block-8x4-blocksizes.topology.conf"));
+  const std::string r2405 = to_slurm_block(f, {24, 5}, "--slurm-version");
+  EXPECT_NE(r2405.find("for Slurm 24.05 (--slurm-version)"), std::string::npos) << r2405;
+  EXPECT_NE(r2405.find("\nBlockSizes=4,8,16,32\n"), std::string::npos) << r2405;
+  const std::string r2311 = to_slurm_block(f, {23, 11}, "scontrol --version");
+  EXPECT_EQ(r2311.find("\nBlockSizes="), std::string::npos) << r2311;
+  EXPECT_NE(r2311.find("# BlockSizes left out: Slurm 23.11 reads none"), std::string::npos)
+      << r2311;
+  EXPECT_NE(r2311.find("BlockSizes=4,8,16,32\n"), std::string::npos) << r2311;  // in the note
+  // What 23.11 gets loads back as the same blocks, with Slurm's own default sizes.
+  Fabric again = load_fabric(write_temp("block-2311.conf", r2311));
+  EXPECT_EQ(leaf_membership(again), leaf_membership(f));
+  EXPECT_TRUE(again.block_sizes.empty() || again.block_sizes.front() == 4);
+  try {
+    (void)to_slurm_block(f, {23, 2}, "scontrol --version");
+    ADD_FAILURE() << "23.02 has no topology/block";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("Slurm 23.02 (scontrol --version)"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("--of slurm-tree"), std::string::npos) << e.what();
+  }
+}
+
+TEST(FabricSlurm, SlurmReleasesParseAsScontrolPrintsThem) {
+  EXPECT_EQ(parse_slurm_release("24.05"), (SlurmRelease{24, 5}));
+  EXPECT_EQ(parse_slurm_release("slurm 22.05.8\n"), (SlurmRelease{22, 5}));
+  EXPECT_EQ(parse_slurm_release("slurm-wlm 22.05.8\n"), (SlurmRelease{22, 5}));
+  EXPECT_EQ(parse_slurm_release("23.11.4-1ubuntu1"), (SlurmRelease{23, 11}));
+  EXPECT_LT(*parse_slurm_release("23.11"), (SlurmRelease{24, 5}));
+  EXPECT_EQ(slurm_release_name({23, 2}), "23.02");
+  for (const char* bad : {"", "24", "24.", ".05", "x24.05", "24.05x", "24.13", "slurm", "0.1",
+                          "1234.05", "24.05 extra"}) {
+    EXPECT_FALSE(parse_slurm_release(bad).has_value()) << bad;
+  }
+}
+
 TEST(FabricSlurm, YamlAndGresConfAreRefusedForWhatTheyAre) {
   TOPOAWARE_SHARED_OR_SKIP(yaml,
                            "slurm-topology/slurm-manpage-example-multi-topology.topology.yaml");

@@ -15,8 +15,10 @@
 #include <utility>
 #include <vector>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <sstream>
+#include <string_view>
 
 #include "topoaware/topology/error.h"
 #include "topoaware/topology/fabric_io.h"
@@ -139,10 +141,59 @@ std::string to_slurm_tree(const Fabric& f) {
   return out.str();
 }
 
-std::string to_slurm_block(const Fabric& f) {
+std::optional<SlurmRelease> parse_slurm_release(std::string_view text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
+  for (std::string_view name : {"slurm ", "slurm-wlm "}) {  // scontrol; Debian's slurmd -V
+    if (text.starts_with(name)) text.remove_prefix(name.size());
+  }
+  // major.minor[.micro[-suffix]], each a number of at most 3 digits.
+  int parts[2] = {0, 0};
+  std::size_t at = 0;
+  for (int k = 0; k < 2; ++k) {
+    std::size_t digits = 0;
+    int v = 0;
+    while (at < text.size() && text[at] >= '0' && text[at] <= '9' && digits < 3) {
+      v = v * 10 + (text[at] - '0');
+      ++at;
+      ++digits;
+    }
+    if (digits == 0) return std::nullopt;
+    parts[k] = v;
+    if (k == 0) {
+      if (at >= text.size() || text[at] != '.') return std::nullopt;
+      ++at;
+    }
+  }
+  if (at < text.size() && text[at] != '.') return std::nullopt;
+  if (at < text.size()) {
+    for (std::size_t i = at + 1; i < text.size(); ++i) {
+      const char c = text[i];
+      const bool ok = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || c == '-' || c == '.';
+      if (!ok) return std::nullopt;
+    }
+  }
+  if (parts[0] < 1 || parts[1] > 12) return std::nullopt;
+  return SlurmRelease{parts[0], parts[1]};
+}
+
+std::string slurm_release_name(SlurmRelease r) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%d.%02d", r.major, r.minor);
+  return buf;
+}
+
+std::string to_slurm_block(const Fabric& f, SlurmRelease release, const std::string& origin) {
+  // topology/block arrived in 23.11, BlockSizes in 24.05 (topology.conf(5) of each release).
+  constexpr SlurmRelease kBlockPlugin{23, 11}, kBlockSizes{24, 5};
+  const std::string from = origin.empty() ? "" : " (" + origin + ")";
+  if (release < kBlockPlugin) {
+    throw Error(ErrorCode::kBadInput, "Slurm " + slurm_release_name(release) + from,
+                "has no topology/block (Slurm 23.11 and later): write a tree (--of slurm-tree), "
+                "or name the release the file is for (--slurm-version)");
+  }
   std::ostringstream out;
-  out << "# Slurm topology.conf (topology/block, Slurm 23.11 and later) written by topo-aware from "
-      << f.source << "\n";
+  out << "# Slurm topology.conf (topology/block) for Slurm " << slurm_release_name(release) << from
+      << ", written by topo-aware from " << f.source << "\n";
   std::vector<std::pair<std::string, std::vector<std::uint32_t>>> blocks;
   if (!f.blocks.empty()) {
     blocks = f.blocks;
@@ -168,15 +219,21 @@ std::string to_slurm_block(const Fabric& f) {
     out << "BlockName=" << name << " Nodes=" << ranged(host_names(f, members)) << "\n";
   }
   // base * 2^k up to the first size covering all blocks, which is where slurmctld stops.
-  out << "BlockSizes=";
+  std::ostringstream sizes;
   std::size_t n = 1;
   for (int k = 0; k <= 15; ++k) {
-    if (k > 0) out << ",";
-    out << base * n;
+    if (k > 0) sizes << ",";
+    sizes << base * n;
     if (n >= blocks.size()) break;
     n *= 2;
   }
-  out << "\n";
+  if (release < kBlockSizes) {
+    out << "# BlockSizes left out: Slurm " << slurm_release_name(release)
+        << " reads none (24.05 and later) and refuses a file that has it; from 24.05 it would be "
+        << "BlockSizes=" << sizes.str() << "\n";
+  } else {
+    out << "BlockSizes=" << sizes.str() << "\n";
+  }
   return out.str();
 }
 
