@@ -46,6 +46,14 @@ int slurm_spank_init(spank_t sp, int ac, char **av) {
     return -1;
   }
   if (ctx == S_CTX_LOCAL) ta_srun_init();
+  /* Once per step on each node: the release this file was built for (a plugin loads only where
+   * the running Slurm's major.minor matches it). */
+  if (ctx == S_CTX_REMOTE) {
+    slurm_debug("topo-aware: built for Slurm %d.%02d.%d",
+                SLURM_VERSION_MAJOR(SLURM_VERSION_NUMBER),
+                SLURM_VERSION_MINOR(SLURM_VERSION_NUMBER),
+                SLURM_VERSION_MICRO(SLURM_VERSION_NUMBER));
+  }
   return 0;
 }
 
