@@ -71,8 +71,27 @@ build() {  # dir, extra cmake args...
   cmake --build "$dir" -j "$jobs"
 }
 
+# The SPANK plugin's version matrix: besides the system's Slurm, built with -Werror against the
+# headers of Debian trixie's and forky's Slurm (24.11 and 26.05 today), fetched once into
+# build/slurm-releases with a private apt configuration (scripts/slurm-releases.sh), and each
+# build checked against its release's libslurmfull.so (ctest spank_release_*, in the unit suite).
+# Under CI a failed fetch fails the run; elsewhere (offline) the matrix is left out and said so.
+echo "== Slurm releases for the plugin's version matrix (scripts/slurm-releases.sh)"
+matrix=""
+if releases=$(scripts/slurm-releases.sh build/slurm-releases); then
+  echo "$releases"
+  matrix=$(awk '{print $3}' <<<"$releases" | paste -sd';')
+  counts+=("slurm releases: the plugin built for the system's and $(awk '{print $2}' <<<"$releases" | paste -sd' ')")
+elif [ $strict = 1 ]; then
+  echo "topo-aware: the Slurm releases of the version matrix could not be fetched" >&2
+  exit 1
+else
+  echo "topo-aware: the version matrix is left out: its Slurm releases could not be fetched"
+  counts+=("slurm releases: left out (not fetched)")
+fi
+
 echo "== release build (warnings as errors)"
-build build/release
+build build/release -DTOPOAWARE_SLURM_RELEASES="$matrix"
 echo "== release tests"
 suite build/release unit "$min_unit" -j "$jobs"
 suite build/release cli "$min_cli" -j "$jobs"

@@ -10,6 +10,7 @@
 #define TOPOAWARE_SPANK_SHELL_H
 
 #include <stdint.h>
+#include <string.h>
 
 #include <slurm/slurm.h>
 #include <slurm/spank.h>
@@ -18,18 +19,43 @@
 
 #define TA_ERRLEN 1024
 
-/* Slurm 23.11 changed two calls made here: hostlist_t became the struct itself, its functions
- * taking a hostlist_t *, and slurm_kill_job_step gained a flags argument (Debian 12 ships 22.05,
- * Debian 13 24.11). 25.11 changed slurm_kill_job_step again (a slurm_step_id_t *) and 26.05
- * slurm_load_job; those releases are refused here rather than compiled into a wrong call. */
-#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(25, 11, 0)
-#error "topo-aware: the SPANK plugin builds against Slurm 22.05 to 25.05 only so far; configure with -DTOPOAWARE_BUILD_SPANK=OFF"
-#elif SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(23, 11, 0)
+/* Calls whose form changed between the releases the plugin builds for (22.05 to 26.05; each
+ * release's slurm.h, compiled against in every CI run, scripts/slurm-releases.sh):
+ *  - 23.11: hostlist_t became the struct itself, its functions taking a hostlist_t *, and
+ *    slurm_kill_job_step gained a flags argument;
+ *  - 25.11: slurm_kill_job_step takes a slurm_step_id_t * (and a sluid field entered the id);
+ *  - 26.05: slurm_load_job takes a slurm_step_id_t (the job-id form is left only under
+ *    SLURM_BACKWARD_COMPAT). */
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(23, 11, 0)
 typedef hostlist_t *ta_hostlist;
-#define ta_kill_step(job_id, step_id, sig) slurm_kill_job_step((job_id), (step_id), (sig), 0)
 #else
 typedef hostlist_t ta_hostlist;
+#endif
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(25, 11, 0)
+static inline int ta_kill_step(uint32_t job_id, uint32_t step_id, uint16_t sig) {
+  slurm_step_id_t id;
+  memset(&id, 0, sizeof id); /* a sluid of 0: none, as SLURM_STEP_ID_INITIALIZER has it */
+  id.job_id = job_id;
+  id.step_id = step_id;
+  id.step_het_comp = NO_VAL;
+  return slurm_kill_job_step(&id, sig, 0);
+}
+#elif SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(23, 11, 0)
+#define ta_kill_step(job_id, step_id, sig) slurm_kill_job_step((job_id), (step_id), (sig), 0)
+#else
 #define ta_kill_step(job_id, step_id, sig) slurm_kill_job_step((job_id), (step_id), (sig))
+#endif
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(26, 5, 0)
+static inline int ta_load_job(job_info_msg_t **resp, uint32_t job_id, uint16_t show_flags) {
+  slurm_step_id_t id;
+  memset(&id, 0, sizeof id); /* the whole job: steps NO_VAL, as SLURM_STEP_ID_INITIALIZER has */
+  id.job_id = job_id;
+  id.step_id = NO_VAL;
+  id.step_het_comp = NO_VAL;
+  return slurm_load_job(resp, id, show_flags);
+}
+#else
+#define ta_load_job(resp, job_id, show_flags) slurm_load_job((resp), (job_id), (show_flags))
 #endif
 
 /* What one process remembers between SPANK callbacks; -1 means "not decided yet". A process is

@@ -127,7 +127,7 @@ int ta_srun_local_user_init(spank_t sp) {
   } else {
     /* The node list, and the GPUs the job holds on each node, are known before launch: ask
      * slurmctld (one RPC, only with --topo-aware). */
-    if (slurm_load_job(&job, step.job_id, SHOW_DETAIL) == SLURM_SUCCESS && job != NULL &&
+    if (ta_load_job(&job, step.job_id, SHOW_DETAIL) == SLURM_SUCCESS && job != NULL &&
         job->record_count > 0) {
       hosts = ta_expand_hosts(job->job_array[0].nodes);
       if (hosts != NULL) {

@@ -17,6 +17,13 @@
 
 SPANK_PLUGIN(topo-aware, 1)
 
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(25, 5, 0)
+/* A slurm_spank_init failure in slurmstepd drains the node by default (ESPANK_NODE_FAILURE); from
+ * 25.05 a plugin may fail the job instead. Whatever the failure policy, what fails here is the
+ * plugin's own configuration or registration, never the node: the job fails, the node stays. */
+int slurm_spank_init_failure_mode = ESPANK_JOB_FAILURE;
+#endif
+
 struct ta_context ta_ctx = {"--topo-aware", 0, 0, -1, 0, 0, 0, 0, "", "", 0, 0};
 
 static int option_cb(int val, const char *optarg, int is_remote) {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # spank/CMakeLists.txt reads the release of the Slurm headers it builds the plugin against and
-# says it: refuses one older than 22.05, warns above the newest one compiled and run (24.11),
+# says it: refuses one older than 22.05, warns above the newest one compiled against (26.05),
 # and warns when the Slurm installed here is another release. Configured against copies of this
 # machine's headers with SLURM_VERSION_NUMBER changed (TOPOAWARE_SLURM_INCLUDE_DIR); skipped
 # (77) without Slurm's headers. Configure only: nothing is built.
@@ -26,12 +26,12 @@ out=$(configure 150800)
 grep -q "SPANK plugin for Slurm 21.08 (21.08.0, headers in $tmp/h150800)" <<<"$out" ||
   fail "the release is not said: $out"
 grep -q "Slurm 21.08 is older than 22.05" <<<"$out" || fail "no refusal that names 21.08: $out"
-out=$(configure 190500)
-[ "$(cat "$tmp/rc")" = 0 ] || fail "25.05 headers refused: $out"
-grep -q "Slurm 25.05 is newer than 24.11" <<<"$out" || fail "no warning above 24.11: $out"
+out=$(configure 1a0b00)
+[ "$(cat "$tmp/rc")" = 0 ] || fail "26.11 headers refused: $out"
+grep -q "Slurm 26.11 is newer than 26.05" <<<"$out" || fail "no warning above 26.05: $out"
 installed=$(slurmd -V 2>/dev/null | grep -oE '[0-9]+\.[0-9]+' | head -1 || true)
-if [ -n "$installed" ] && [ "$installed" != 25.05 ]; then
-  grep -q "is Slurm $installed; the plugin.*is built for 25.05" <<<"$(tr '\n' ' ' <<<"$out" | tr -s ' ')" ||
+if [ -n "$installed" ] && [ "$installed" != 26.11 ]; then
+  grep -q "is Slurm $installed; the plugin.*is built for 26.11" <<<"$(tr '\n' ' ' <<<"$out" | tr -s ' ')" ||
     fail "no warning that the installed Slurm $installed differs: $out"
 fi
-echo "ok: 21.08 refused, 25.05 warned${installed:+, installed $installed named}"
+echo "ok: 21.08 refused, 26.11 warned${installed:+, installed $installed named}"
