@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Slurm's own plugin loader against the plugin's builds: this host's real srun (no daemons: a
+# minimal slurm.conf and plugstack.conf of the test's own, srun --help) loads the build for its
+# release and shows --topo-aware, refuses each other release's build with its own message
+# (plugin_load_from_file: "Incompatible Slurm plugin ... version (...)") and fails when the line
+# says `required`, and with `optional` runs on without the option. What docs/install.md quotes.
+# Usage: plugin_release_test.sh PLUGIN.so [OTHER_RELEASE_PLUGIN.so...]; skipped (77) without srun.
+set -euo pipefail
+fail() { echo "FAIL: $*" >&2; exit 1; }
+own=${1:?usage: plugin_release_test.sh PLUGIN.so [OTHER.so...]}
+shift
+command -v srun >/dev/null || { echo "no srun on PATH"; exit 77; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cat >"$tmp/slurm.conf" <<CONF
+ClusterName=topoawarerelease
+SlurmctldHost=localhost
+PlugStackConfig=$tmp/plugstack.conf
+NodeName=n1 CPUs=1 State=UNKNOWN
+PartitionName=p Nodes=n1 Default=YES
+CONF
+installed=$(SLURM_CONF=$tmp/slurm.conf srun -V 2>/dev/null | grep -oE '[0-9]+\.[0-9]+\.[0-9]+' |
+  head -1 || true)
+help() {  # mode plugin -> srun --help output in $tmp/out, its status in $tmp/rc
+  echo "$1 $2" >"$tmp/plugstack.conf"
+  set +e
+  SLURM_CONF=$tmp/slurm.conf timeout 20 srun --help >"$tmp/out" 2>&1
+  echo $? >"$tmp/rc"
+  set -e
+}
+help required "$own"
+[ "$(cat "$tmp/rc")" = 0 ] || fail "srun ${installed:-?} did not load its own build $own: $(cat "$tmp/out")"
+grep -q -- '--topo-aware' "$tmp/out" || fail "srun --help shows no --topo-aware with $own loaded"
+echo "srun ${installed:-?} loads $own: --topo-aware in its --help"
+for other in "$@"; do
+  rel=$(basename "$(dirname "$other")")
+  help required "$other"
+  [ "$(cat "$tmp/rc")" != 0 ] || fail "srun ${installed:-?} ran with the $rel build required"
+  grep -q "Incompatible Slurm plugin $other version ($rel\." "$tmp/out" ||
+    fail "srun's refusal of the $rel build is not Slurm's message: $(cat "$tmp/out")"
+  echo "srun ${installed:-?} refuses the $rel build (required): $(grep -m1 Incompatible "$tmp/out")"
+  help optional "$other"
+  [ "$(cat "$tmp/rc")" = 0 ] || fail "srun failed with the $rel build optional: $(cat "$tmp/out")"
+  if grep -q -- '--topo-aware' "$tmp/out"; then fail "--topo-aware shown from the $rel build"; fi
+  echo "  optional: srun runs on, without --topo-aware"
+done
