@@ -4,6 +4,8 @@
 # release and shows --topo-aware, refuses each other release's build with its own message
 # (plugin_load_from_file: "Incompatible Slurm plugin ... version (...)") and fails when the line
 # says `required`, and with `optional` runs on without the option. What docs/install.md quotes.
+# With TOPOAWARE_CLI (the topo-aware binary), `doctor --spank` says the same of each build
+# against the real Slurm here: 0 for its own, 3 for the others.
 # Usage: plugin_release_test.sh PLUGIN.so [OTHER_RELEASE_PLUGIN.so...]; skipped (77) without srun.
 set -euo pipefail
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -32,6 +34,14 @@ help required "$own"
 [ "$(cat "$tmp/rc")" = 0 ] || fail "srun ${installed:-?} did not load its own build $own: $(cat "$tmp/out")"
 grep -q -- '--topo-aware' "$tmp/out" || fail "srun --help shows no --topo-aware with $own loaded"
 echo "srun ${installed:-?} loads $own: --topo-aware in its --help"
+doctor() {  # plugin expected-status
+  [ -n "${TOPOAWARE_CLI:-}" ] || return 0
+  local rc=0
+  SLURM_CONF=$tmp/slurm.conf "$TOPOAWARE_CLI" doctor --spank "$1" >"$tmp/doctor" 2>&1 || rc=$?
+  [ "$rc" = "$2" ] || fail "doctor --spank $1 exited $rc, not $2: $(cat "$tmp/doctor")"
+  echo "  doctor --spank: $(grep verdict "$tmp/doctor" | cut -c1-110)"
+}
+doctor "$own" 0
 for other in "$@"; do
   rel=$(basename "$(dirname "$other")")
   help required "$other"
@@ -43,4 +53,5 @@ for other in "$@"; do
   [ "$(cat "$tmp/rc")" = 0 ] || fail "srun failed with the $rel build optional: $(cat "$tmp/out")"
   if grep -q -- '--topo-aware' "$tmp/out"; then fail "--topo-aware shown from the $rel build"; fi
   echo "  optional: srun runs on, without --topo-aware"
+  doctor "$other" 3
 done

@@ -18,6 +18,7 @@
 
 #include "cli.h"
 #include "node_input.h"
+#include "plugin_file.h"
 #include "slurm_node.h"
 #include "text_table.h"
 #include "topoaware/topology/doctor.h"
@@ -31,6 +32,7 @@ namespace {
 struct DoctorOptions {
   std::string input, input_format, fsroot, compare, format = "text", output, health_dir, node;
   std::string scontrol = "scontrol";
+  std::string spank;  // doctor --spank [SO]: the plugin file, empty for the one plugstack.conf names
   bool slurm = false, resume = false;
 };
 
@@ -169,6 +171,9 @@ void add_doctor(CLI::App& app, Common& common) {
       "down for another reason is left alone; --resume also resumes a node topo-aware drained\n"
       "once it is healthy again. Node name: --node, else SLURMD_NODENAME, else the short host\n"
       "name. Checks and thresholds: docs/doctor.md.\n"
+      "--spank [SO] checks a SPANK plugin file instead: the Slurm release it was built for\n"
+      "against the one installed here (Slurm loads it only where major.minor match);\n"
+      "0 it loads, 3 it does not or no Slurm answers (docs/install.md).\n"
       "Exit codes: 0 healthy, 3 degraded (a warning or critical finding), 1 bad input or a\n"
       "failed drain, 2 usage.");
   add_node_input_options(*sub, opt->input, opt->input_format, opt->fsroot);
@@ -193,7 +198,22 @@ void add_doctor(CLI::App& app, Common& common) {
   sub->add_option("--scontrol", opt->scontrol, "The scontrol to run (a path, or a PATH name)")
       ->type_name("PATH")
       ->capture_default_str();
-  sub->callback([opt, &common] {
+  auto* spank = sub->add_option("--spank", opt->spank,
+                                "Check a SPANK plugin file instead of the node: built for the "
+                                "Slurm release installed here or not (default: the file "
+                                "plugstack.conf names, else where this build installs it)")
+                    ->expected(0, 1)
+                    ->type_name("[SO]");
+  sub->callback([opt, &common, spank] {
+    if (spank->count() > 0) {
+      if (opt->slurm || !opt->input.empty() || !opt->health_dir.empty()) {
+        throw UsageError("doctor: --spank checks a plugin file, not the node: it takes no -i, "
+                         "--slurm or --health-dir");
+      }
+      int rc = doctor_spank(opt->spank, TOPOAWARE_INSTALLED_SPANK, opt->format, opt->output);
+      if (rc != 0) throw Exit{rc};
+      return;
+    }
     if (opt->resume && !opt->slurm) throw UsageError("doctor: --resume needs --slurm");
     int rc = run(*opt, common.quiet);
     if (rc != 0) throw Exit{rc};

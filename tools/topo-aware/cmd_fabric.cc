@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "cli.h"
-#include "slurm_node.h"
+#include "plugin_file.h"
 #include "text_table.h"
 #include "topoaware/topology/fabric_io.h"
 #include "topoaware/topology/hostlist.h"
@@ -30,16 +30,10 @@ struct FabricOptions {
 };
 
 // The Slurm release a topology.conf is written for, and where that came from: --slurm-version,
-// else the installed Slurm's, else the newest format. scontrol needs the cluster's config even
-// for --version (22.05 fails without one), so the daemons are asked next, as a compute or
-// controller node has them.
+// else the installed Slurm's (installed_slurm_release()), else the newest format.
 std::pair<topology::SlurmRelease, std::string> slurm_release_for(const std::string& option) {
   if (!option.empty()) return {*topology::parse_slurm_release(option), "--slurm-version"};
-  for (const char* program : {"scontrol", "slurmd", "slurmctld"}) {
-    const ProgramRun r = run_program({program, "-V"}, 5, /*quiet=*/true);
-    if (!r.error.empty() || r.rc != 0) continue;
-    if (auto v = topology::parse_slurm_release(r.out)) return {*v, std::string(program) + " -V"};
-  }
+  if (auto installed = installed_slurm_release()) return *installed;
   return {{24, 5}, "no Slurm found here: --slurm-version names the release"};
 }
 
@@ -210,7 +204,7 @@ void add_fabric(CLI::App& app, Common& common) {
   sub->add_option("--slurm-version", opt->slurm_version,
                   "The Slurm release the topology.conf is for (--of slurm-block: BlockSizes only "
                   "from 24.05, no topology/block before 23.11); default: the installed Slurm's "
-                  "(scontrol, slurmd or slurmctld -V), else 24.05 and later")
+                  "(scontrol, slurmd, srun or slurmctld -V), else 24.05 and later")
       ->check(CLI::Validator(
           [](std::string& v) -> std::string {
             return topology::parse_slurm_release(v)
