@@ -36,7 +36,7 @@ topoaware_release() {
   # The same names on every release listed (Slurm's header and daemons, Scotch's development
   # package, torch, mpi4py); the sanitizer toolchain is the one that moves with the release, and
   # forky has no hyperfine (tools/bench/launch_overhead.sh skips without it).
-  release_pkgs_unit=(libslurm-dev libscotch-dev "clang-$llvm" "libclang-rt-$llvm-dev")
+  release_pkgs_unit=(libslurm-dev slurm-client libscotch-dev "clang-$llvm" "libclang-rt-$llvm-dev")
   release_pkgs_test=(slurmctld slurmd slurm-client munge python3-torch python3-mpi4py
                      openmpi-bin)
   [ "$release" = forky ] || release_pkgs_test+=(hyperfine)

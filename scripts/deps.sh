@@ -5,7 +5,7 @@
 # Usage: scripts/deps.sh [build|unit|test|lab]   (each includes the ones before it; lab = test)
 #        scripts/deps.sh --list [SET]   prints the names for this release, installs nothing
 # build: the CLI and libraries; unit: the whole tree (plugin, benchmarks with Scotch, the fuzz
-# build's clang) and its daemon-free tests; test: everything scripts/test.sh runs.
+# build's clang) and its daemon-free tests (srun among them: Slurm's loader takes the plugin); test: everything scripts/test.sh runs.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=scripts/debian-release.sh

@@ -21,26 +21,24 @@ if [ "${1:-}" = "--here" ]; then
     gcc) export CC=gcc CXX=g++ ;;
     clang) export CC=clang-$llvm CXX=clang++-$llvm ;;
   esac
-  # The plugin's C shell refuses Slurm 25.11 and later by #error until those releases' calls are
-  # written (issue 35); there the plugin is left out and said so.
-  spank=ON
-  slurm=$(sed -n 's/^#define SLURM_VERSION_NUMBER \(0x[0-9a-f]*\).*/\1/p' \
-    /usr/include/slurm/slurm_version.h)
-  if [ $((slurm)) -ge $((0x190b00)) ]; then
-    spank=OFF
-    printf '%s: Slurm %d.%02d headers: no plugin here (it builds against 22.05 to 25.05; issue 35)\n' \
-      "$me" $((slurm >> 16)) $(((slurm >> 8) & 255))
-  fi
   dir=build/$compiler
   "$CXX" --version | head -1
   t0=$SECONDS
   # No debug info: the same warnings as the release build, in less time on two cores.
   cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTOPOAWARE_WERROR=ON \
-    -DTOPOAWARE_BUILD_SPANK=$spank -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -DNDEBUG" \
+    -DTOPOAWARE_BUILD_SPANK=ON -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -DNDEBUG" \
     -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -DNDEBUG" >/dev/null
   cmake --build "$dir" -j "${JOBS:-2}"
   t1=$SECONDS
   ctest --test-dir "$dir" --output-on-failure -j "${JOBS:-2}" -E '^(e2e|slurm_topology_conf)$'
+  # Slurm's own plugin loader of this release (its srun, no daemons): it loads the plugin built
+  # here (ctest's spank_plugin_release just did) and refuses the host's build for the host's
+  # release, which the host side put under /var/tmp/topo-aware-plugins/<release>/.
+  others=(/var/tmp/topo-aware-plugins/*/topo_aware.so)
+  if [ -e "${others[0]}" ] && command -v srun >/dev/null; then
+    TOPOAWARE_CLI=$dir/tools/topo-aware tests/spank/plugin_release_test.sh \
+      "$dir/spank/topo_aware.so" "${others[@]}"
+  fi
   echo "$me: $release_name, $compiler: build $((t1 - t0)) s, unit tests $((SECONDS - t1)) s"
   exit 0
 fi
@@ -53,4 +51,19 @@ t0=$SECONDS
 scripts/debroot.sh create "$suite" "$root"
 scripts/debroot.sh run "$root" -- "$here/scripts/deps.sh" unit
 echo "$me: $suite root and packages ready in $((SECONDS - t0)) s"
+# The host's plugin, where it is built for another release than the root's: the root's srun must
+# refuse it with Slurm's own message (above).
+release_of() {  # slurm_version.h -> 22.05
+  local hex
+  hex=$(sed -n 's/^#define SLURM_VERSION_NUMBER 0x\([0-9a-fA-F]*\).*/\1/p' "$1" 2>/dev/null)
+  [ -n "$hex" ] && printf '%d.%02d\n' "0x${hex:0:2}" "0x${hex:2:2}"
+}
+rm -rf "$root/var/tmp/topo-aware-plugins"
+host_release=$(release_of /usr/include/slurm/slurm_version.h || true)
+root_release=$(release_of "$root/usr/include/slurm/slurm_version.h" || true)
+if [ -f build/release/spank/topo_aware.so ] && [ -n "$host_release" ] &&
+   [ "$host_release" != "$root_release" ]; then
+  mkdir -p "$root/var/tmp/topo-aware-plugins/$host_release"
+  cp build/release/spank/topo_aware.so "$root/var/tmp/topo-aware-plugins/$host_release/"
+fi
 scripts/debroot.sh run "$root" -- "$here/scripts/root-build.sh" --here "$compiler"
