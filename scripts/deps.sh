@@ -24,9 +24,10 @@ want=(cmake ninja-build g++ pkg-config libhwloc-dev hwloc libtomlplusplus-dev li
 # the end-to-end test launches (Slurm's mpi_pmix comes with slurmd). debootstrap: the Debian 13
 # stage of scripts/test.sh (scripts/debroot.sh). bsdextrautils (column: quickstart's tables) and
 # jq (launch_overhead.sh): not in a minimal Debian, as a root made with debootstrap showed.
+# rpm: rpmspec checks the RPM spec template (ctest rpm_spec).
 [ "$set_" = build ] || want+=("${release_pkgs_unit[@]}" graphviz python3)
 case "$set_" in test|lab) want+=("${release_pkgs_test[@]}" iproute2 util-linux debootstrap
-                                      bsdextrautils jq) ;; esac
+                                      bsdextrautils jq rpm) ;; esac
 if [ $list -eq 1 ]; then printf '%s\n' "${want[@]}"; exit 0; fi
 missing=()
 for p in "${want[@]}"; do

@@ -91,13 +91,20 @@ else
 fi
 
 echo "== release build (warnings as errors)"
-build build/release -DTOPOAWARE_SLURM_RELEASES="$matrix"
+# Debian's paths (CMAKE_INSTALL_PREFIX=/usr), so that its packages are what a site installs.
+build build/release -DTOPOAWARE_SLURM_RELEASES="$matrix" -DCMAKE_INSTALL_PREFIX=/usr
 echo "== release tests"
 suite build/release unit "$min_unit" -j "$jobs"
 suite build/release cli "$min_cli" -j "$jobs"
 suite build/release bench 1 -j "$jobs"
 suite build/release lint 3 -j "$jobs"
 suite build/release slurm 0
+# The .deb packages of this build (scripts/package.sh checks their names, pin and contents); the
+# end-to-end test installs them with dpkg -i, runs a step through them and removes them.
+echo "== packages (scripts/package.sh)"
+scripts/package.sh build/release build/packages
+export TOPOAWARE_E2E_PACKAGES=$here/build/packages
+counts+=("packages: $(cd build/packages && ls ./*.deb | sed 's|^\./||' | paste -sd' ')")
 rm -f build/release/e2e-summary.txt
 suite build/release e2e 0
 e2e_summary build/release

@@ -95,6 +95,8 @@ summary() {
 
 teardown() {
   local rc=$?
+  # Packages this run installed and did not get to remove (the packages' section below).
+  [ -z "${PKG_NAMES:-}" ] || dpkg -r $PKG_NAMES >/dev/null 2>&1 || true
   if [ "${TOPO_AWARE_E2E_KEEP:-0}" = 1 ]; then
     echo "e2e: lab kept up at $LAB (tests/lab/lab.sh down to stop)"
     return
@@ -668,6 +670,34 @@ check "after the disagreements: daemons still up" daemons_up
 # --- the node doctor as Slurm's HealthCheckProgram ------------------------------------------
 # shellcheck source=health.sh
 . "$SRC/tests/e2e/health.sh"
+
+# --- the built packages, installed with dpkg as a site would (scripts/package.sh) -------------
+if [ -z "${TOPOAWARE_E2E_PACKAGES:-}" ]; then
+  skip_check "the built .deb packages installed with dpkg -i, and a step through them" \
+    "TOPOAWARE_E2E_PACKAGES names no folder of packages (scripts/test.sh builds them)"
+else
+  pkg_files=("$TOPOAWARE_E2E_PACKAGES"/topo-aware_*.deb "$TOPOAWARE_E2E_PACKAGES"/topo-aware-spank-slurm-*.deb)
+  PKG_NAMES=$(for f in "${pkg_files[@]}"; do dpkg-deb -f "$f" Package; done | tr '\n' ' ')
+  pkg_plugin=/usr/lib/$(gcc -print-multiarch)/slurm/topo_aware.so
+  check "dpkg -i of the built packages ($PKG_NAMES)" \
+    bash -c "dpkg -i ${pkg_files[*]} >'$OUT/dpkg-i.out' 2>&1"
+  check "the plugin package installs the plugin, and its plugstack line only under /usr/share" \
+    bash -c "test -f '$pkg_plugin' && test -f /usr/share/topo-aware/plugstack.conf.d/topo-aware.conf &&
+             ! dpkg -L $PKG_NAMES | grep -q '^/etc/'"
+  check "the installed topo-aware is this build" \
+    test "$(/usr/bin/topo-aware --version)" = "$("$CLI" --version)"
+  check "the installed doctor --spank: the packaged plugin loads in this Slurm" \
+    /usr/bin/topo-aware doctor --spank "$pkg_plugin"
+  echo "required $pkg_plugin config=$LAB/etc/topo-aware.toml" >"$LAB/etc/plugstack.conf"
+  lab_srun packaged -N4 -n32 --topo-aware=tp=8,pp=2 "$ENVDUMP"
+  check "srun --topo-aware through the installed package exits 0" test $? -eq 0
+  check "through the installed package: every task equals topo-aware map" \
+    same_env packaged tp=8,pp=2 'node[1-4]'
+  set_plugstack "config=$LAB/etc/topo-aware.toml"
+  check "dpkg -r removes both packages and the plugin" \
+    bash -c "dpkg -r $PKG_NAMES >'$OUT/dpkg-r.out' 2>&1 && test ! -e '$pkg_plugin'"
+  PKG_NAMES=""
+fi
 
 # --- under load: 200 small steps at once ----------------------------------------------------
 load_n=${TOPO_AWARE_E2E_LOAD:-200}
