@@ -2,13 +2,16 @@
 # Before each release: the builds that do not fit in every CI run (scripts/test.sh already builds
 # GCC 12 and GCC 14, Debian 12 and 13). Each builds the whole tree with -Werror and runs its unit
 # tests (scripts/root-build.sh): this machine's clang, Debian 13's clang 19 in a trixie root, and
-# Debian 14 (forky, testing) with its GCC 16 and clang 21 in a forky root. Times on the 2-core CI
-# machine are in docs/install.md; the roots are cached under build/roots.
-# Usage: scripts/release-check.sh [STEP...]   (steps: host-clang trixie-clang forky-gcc forky-clang)
+# Debian 14 (forky, testing) with its GCC 16 and clang 21 in a forky root; and the plugin on Slurm
+# 24.11 for real: the lab inside the trixie root with a reduced end-to-end test
+# (scripts/release-lab.sh, after scripts/test.sh's trixie stage built the tree there). Times on
+# the 2-core CI machine are in docs/install.md; the roots are cached under build/roots.
+# Usage: scripts/release-check.sh [STEP...]
+#        (steps: host-clang trixie-clang forky-gcc forky-clang trixie-lab)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 steps=("$@")
-[ ${#steps[@]} -gt 0 ] || steps=(host-clang trixie-clang forky-gcc forky-clang)
+[ ${#steps[@]} -gt 0 ] || steps=(host-clang trixie-clang forky-gcc forky-clang trixie-lab)
 for step in "${steps[@]}"; do
   echo "== $step"
   t0=$SECONDS
@@ -17,6 +20,9 @@ for step in "${steps[@]}"; do
     trixie-clang) scripts/root-build.sh trixie clang ;;
     forky-gcc) scripts/root-build.sh forky gcc ;;
     forky-clang) scripts/root-build.sh forky clang ;;
+    trixie-lab) [ -x build/roots/trixie/var/cache/topo-aware/build/gcc/tools/topo-aware ] ||
+                  scripts/root-build.sh trixie gcc
+                scripts/release-lab.sh trixie ;;
     *) echo "topo-aware: release-check.sh: unknown step '$step'" >&2; exit 2 ;;
   esac
   echo "topo-aware: $step took $((SECONDS - t0)) s"
