@@ -4,7 +4,8 @@
 # end-to-end tests) and an AddressSanitizer+UndefinedBehaviorSanitizer build (unit and CLI tests),
 # then a short pass of every parser's fuzz target (clang, build/fuzz; scripts/fuzz.sh); on Debian 12
 # last the whole tree again with Debian 13's GCC in a debootstrap root of it, unit tests included
-# (scripts/root-build.sh; docs/install.md).
+# (scripts/root-build.sh; docs/install.md), and the lab on that root's Slurm 24.11 with a reduced
+# end-to-end test (scripts/release-lab.sh).
 #
 # It says what it ran: each suite (ctest label: unit, cli, bench, lint, slurm, e2e; the e2e's own
 # suites e2e and clients) as "N passed, M failed, K skipped", and each must pass at least the
@@ -148,6 +149,13 @@ for root_suite in $suites; do
   t0=$SECONDS
   scripts/root-build.sh "$root_suite" gcc
   echo "topo-aware: $root_suite stage took $((SECONDS - t0)) s"
+  # The lab on that release's own Slurm (24.11 in trixie) with the plugin built there: a reduced
+  # end-to-end test, about a minute with the root warm (scripts/release-lab.sh).
+  echo "== $root_suite root: the lab on its Slurm (scripts/release-lab.sh)"
+  t0=$SECONDS
+  scripts/release-lab.sh "$root_suite" | tee "build/release-lab-$root_suite.log"
+  counts+=("$root_suite lab: $(grep -E '^release-lab: [0-9]+ passed' "build/release-lab-$root_suite.log")")
+  echo "topo-aware: $root_suite lab took $((SECONDS - t0)) s"
 done
 echo "== what ran"
 printf '  %s\n' "${counts[@]}"
