@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Slurm's own plugin loader against the plugin's builds: this host's real srun (no daemons: a
 # minimal slurm.conf and plugstack.conf of the test's own, srun --help) loads the build for its
-# release and shows --topo-aware, refuses each other release's build with its own message
+# release and shows --topo-aware, refuses a bad SPEC with the plugin's message before asking for
+# an allocation, refuses each other release's build with its own message
 # (plugin_load_from_file: "Incompatible Slurm plugin ... version (...)") and fails when the line
 # says `required`, and with `optional` runs on without the option. What docs/install.md quotes.
 # With TOPOAWARE_CLI (the topo-aware binary), `doctor --spank` says the same of each build
@@ -34,6 +35,18 @@ help required "$own"
 [ "$(cat "$tmp/rc")" = 0 ] || fail "srun ${installed:-?} did not load its own build $own: $(cat "$tmp/out")"
 grep -q -- '--topo-aware' "$tmp/out" || fail "srun --help shows no --topo-aware with $own loaded"
 echo "srun ${installed:-?} loads $own: --topo-aware in its --help"
+# A bad SPEC: srun stops before it asks for an allocation, with the plugin's own message.
+set +e
+SLURM_CONF=$tmp/slurm.conf timeout 20 srun --topo-aware=tp=banana true >"$tmp/bad" 2>&1
+bad_rc=$?
+set -e
+[ "$bad_rc" -ne 0 ] || fail "srun ran with --topo-aware=tp=banana"
+grep -q 'topo-aware: invalid --topo-aware=tp=banana: .*tp=banana is not a size' "$tmp/bad" ||
+  fail "srun's refusal of --topo-aware=tp=banana is not the plugin's message: $(cat "$tmp/bad")"
+if grep -q 'Unable to contact slurm controller' "$tmp/bad"; then
+  fail "srun asked for an allocation before refusing the SPEC: $(cat "$tmp/bad")"
+fi
+echo "  refuses --topo-aware=tp=banana: $(grep -m1 'invalid --topo-aware' "$tmp/bad")"
 doctor() {  # plugin expected-status
   [ -n "${TOPOAWARE_CLI:-}" ] || return 0
   local rc=0
