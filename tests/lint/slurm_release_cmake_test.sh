@@ -29,7 +29,12 @@ grep -q "Slurm 21.08 is older than 22.05" <<<"$out" || fail "no refusal that nam
 out=$(configure 1a0b00)
 [ "$(cat "$tmp/rc")" = 0 ] || fail "26.11 headers refused: $out"
 grep -q "Slurm 26.11 is newer than 26.05" <<<"$out" || fail "no warning above 26.05: $out"
-installed=$(slurmd -V 2>/dev/null | grep -oE '[0-9]+\.[0-9]+' | head -1 || true)
+# The installed Slurm as spank/CMakeLists.txt asks it: slurmd, else srun (which needs a config).
+installed=""
+for daemon in slurmd srun; do
+  installed=$("$daemon" -V 2>/dev/null | grep -oE '[0-9]+\.[0-9]+\.' | head -1 | sed 's/\.$//' || true)
+  [ -z "$installed" ] || break
+done
 if [ -n "$installed" ] && [ "$installed" != 26.11 ]; then
   grep -q "is Slurm $installed; the plugin.*is built for 26.11" <<<"$(tr '\n' ' ' <<<"$out" | tr -s ' ')" ||
     fail "no warning that the installed Slurm $installed differs: $out"

@@ -6,7 +6,7 @@
 # every slurm_*/spank_* symbol it leaves undefined is defined in that library.
 # Usage: check_exports.sh PLUGIN.so [VERSION_HEX LIBSLURMFULL.so [INCLUDE_DIR]]
 set -euo pipefail
-so=${1:?usage: check_exports.sh PLUGIN.so [VERSION_HEX LIBSLURMFULL.so]}
+so=${1:?usage: check_exports.sh PLUGIN.so [VERSION_HEX LIBSLURMFULL.so [INCLUDE_DIR]]}
 want_hex=${2:-}
 full=${3:-}
 syms=$(nm -D --defined-only "$so" | awk '{print $NF}' | sort -u)
@@ -20,10 +20,12 @@ fi
 for need in plugin_name plugin_type plugin_version slurm_spank_init slurm_spank_task_init; do
   grep -qx "$need" <<<"$syms" || { echo "topo-aware: $so does not export $need" >&2; exit 1; }
 done
-# Undefined symbols of our own (C++, or the C facade's ta_*) would make dlopen fail in srun and slurmd (a missing definition
-# in a static library links fine into a shared object); Slurm's C API is the only thing the host
-# process may provide.
-own=$(nm -D --undefined-only "$so" | awk '{print $NF}' | grep -E '^(_ZN9topoaware|ta_)' || true)
+# Undefined symbols of our own (C++: any mangled name in namespace topoaware, members, vtables,
+# typeinfo and local statics alike; or the C facade's ta_*) would make dlopen fail in srun and
+# slurmd (a missing definition in a static library links fine into a shared object); Slurm's C
+# API is the only thing the host process may provide.
+undefined=$(nm -D --undefined-only "$so" | awk '{print $NF}')
+own=$(grep -E '^_Z.*9topoaware|^ta_' <<<"$undefined" || true)
 if [ -n "$own" ]; then
   echo "topo-aware: $so leaves its own symbols undefined:" >&2
   echo "$own" >&2
@@ -69,8 +71,8 @@ if [ $((want)) -ge $((0x190500)) ]; then
 fi
 # Slurm's symbols the plugin needs, each defined in that release's library.
 defined=$(nm -D --defined-only "$full" | awk '{print $NF}' | LC_ALL=C sort -u)
-missing=$(nm -D --undefined-only "$so" | awk '{print $NF}' | grep -E '^(slurm|spank)_' |
-  LC_ALL=C sort -u | LC_ALL=C comm -23 - <(echo "$defined") || true)
+missing=$(grep -E '^(slurm|spank)_' <<<"$undefined" | LC_ALL=C sort -u |
+  LC_ALL=C comm -23 - <(echo "$defined") || true)
 if [ -n "$missing" ]; then
   echo "topo-aware: $so needs symbols $full does not define:" >&2
   echo "$missing" >&2
@@ -78,4 +80,4 @@ if [ -n "$missing" ]; then
 fi
 printf '%s: plugin_version 0x%06x (Slurm %d.%02d), its %d Slurm symbols all in %s\n' "$so" "$got" \
   $((got >> 16)) $(((got >> 8) & 0xff)) \
-  "$(nm -D --undefined-only "$so" | awk '{print $NF}' | grep -cE '^(slurm|spank)_')" "$full"
+  "$(grep -cE '^(slurm|spank)_' <<<"$undefined")" "$full"

@@ -59,7 +59,7 @@ for other in "$@"; do
   rel=$(basename "$(dirname "$other")")
   help required "$other"
   [ "$(cat "$tmp/rc")" != 0 ] || fail "srun ${installed:-?} ran with the $rel build required"
-  grep -q "Incompatible Slurm plugin $other version ($rel\." "$tmp/out" ||
+  grep -qF "Incompatible Slurm plugin $other version ($rel." "$tmp/out" ||
     fail "srun's refusal of the $rel build is not Slurm's message: $(cat "$tmp/out")"
   echo "srun ${installed:-?} refuses the $rel build (required): $(grep -m1 Incompatible "$tmp/out")"
   help optional "$other"

@@ -83,8 +83,6 @@ std::optional<PlugstackEntry> scan(const std::string& file, const std::string& p
   return std::nullopt;
 }
 
-std::string release_name(topology::SlurmRelease r) { return topology::slurm_release_name(r); }
-
 std::string hex(std::uint32_t v) {
   char buf[16];
   std::snprintf(buf, sizeof buf, "0x%06x", v);
@@ -121,28 +119,29 @@ int doctor_spank(const std::string& so, const std::string& installed, const std:
   }
   const PluginFile f = read_plugin_file(plugin);
   const auto here = installed_slurm_release();
-  const topology::SlurmRelease built = f.release();
+  const std::string built = topology::slurm_release_name(f.release());
+  const std::string installed_name = here ? topology::slurm_release_name(here->first) : "";
   std::string verdict, message;
   int rc = 3;
   if (!here) {
     verdict = "unknown";
     message = "no Slurm here answers (scontrol, slurmd, srun, slurmctld -V): run this where the "
               "plugin is to load";
-  } else if (here->first.major == built.major && here->first.minor == built.minor) {
+  } else if (installed_name == built) {
     verdict = "ok";
     rc = 0;
-    message = "Slurm " + release_name(here->first) + " loads it (plugin_version's major.minor is "
+    message = "Slurm " + installed_name + " loads it (plugin_version's major.minor is "
               "its own)";
   } else {
     verdict = "mismatch";
-    message = "Slurm " + release_name(here->first) + " refuses it (\"Incompatible Slurm plugin " +
-              plugin + " version (" + release_name(built) + "." +
+    message = "Slurm " + installed_name + " refuses it (\"Incompatible Slurm plugin " +
+              plugin + " version (" + built + "." +
               std::to_string(f.plugin_version & 0xff) + ")\")" +
               (!required   ? "; with `required` in plugstack.conf every srun, sbatch and salloc "
                                "here fails, with `optional` --topo-aware is an unknown option"
                : *required ? ", and as `required` every srun, sbatch and salloc here fails"
                            : "; as `optional`, --topo-aware is an unknown option here") +
-              ": install the build for " + release_name(here->first) +
+              ": install the build for " + installed_name +
               " (configured against its headers), or upgrade Slurm and the plugin together";
   }
   if (format == "json") {
@@ -150,8 +149,8 @@ int doctor_spank(const std::string& so, const std::string& installed, const std:
     j["plugin"] = plugin;
     j["named_in"] = named_in;
     j["plugin_version"] = hex(f.plugin_version);
-    j["built_for"] = release_name(built);
-    j["installed"] = here ? nlohmann::ordered_json(release_name(here->first)) : nullptr;
+    j["built_for"] = built;
+    j["installed"] = here ? nlohmann::ordered_json(installed_name) : nullptr;
     j["installed_from"] = here ? nlohmann::ordered_json(here->second) : nullptr;
     j["verdict"] = verdict;
     j["message"] = message;
@@ -159,13 +158,14 @@ int doctor_spank(const std::string& so, const std::string& installed, const std:
   } else {
     std::ostringstream out;
     out << "plugin     " << plugin << " (" << named_in << ")\n"
-        << "built for  Slurm " << release_name(built) << " (plugin_version " << hex(f.plugin_version)
+        << "built for  Slurm " << built << " (plugin_version " << hex(f.plugin_version)
         << ")\n"
         << "installed  "
-        << (here ? "Slurm " + release_name(here->first) + " (" + here->second + ")" : "none found")
+        << (here ? "Slurm " + installed_name + " (" + here->second + ")" : "none found")
         << "\n"
-        << "verdict    " << (verdict == "ok" ? "OK" : verdict == "mismatch" ? "MISMATCH" : "UNKNOWN")
-        << ": " << message << "\n";
+        << "verdict    "
+        << (verdict == "ok" ? "OK" : verdict == "mismatch" ? "MISMATCH" : "UNKNOWN") << ": "
+        << message << "\n";
     write_output(output, out.str());
   }
   return rc;

@@ -36,10 +36,6 @@ PluginFile read_plugin_file(const std::string& path);
 // when none answers.
 std::optional<std::pair<topology::SlurmRelease, std::string>> installed_slurm_release();
 
-}  // namespace topoaware::cli
-
-namespace topoaware::cli {
-
 // Where plugstack.conf names the topo-aware plugin: the file (absolute, or joined to slurm.conf's
 // PluginDir), the line that names it ("FILE:LINE"), and whether it is `required`.
 struct PlugstackEntry {
