@@ -212,7 +212,7 @@ namespace topoaware::mapper {
 long long rule_shortfall(const Machine& machine, const Traffic& traffic,
                          const std::vector<std::uint32_t>& slot_of_rank) {
   const internal::DomainRule rule(machine, traffic, traffic.split);
-  return rule.empty() ? 0 : rule.shortfall(slot_of_rank);
+  return rule.shortfall(slot_of_rank);
 }
 
 }  // namespace topoaware::mapper

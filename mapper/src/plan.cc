@@ -78,8 +78,8 @@ RankPlan plan(const topology::Fabric& fabric,
   if (request.algorithm == Algorithm::kTopo) {
     out.searched_seconds = out.cost.seconds;
     const internal::DomainRule& rule = mapper.rule();
-    out.searched_split = rule.empty() ? 0 : rule.shortfall(a);
-    out.block_split = rule.empty() ? 0 : rule.shortfall(block);
+    out.searched_split = rule.shortfall(a);
+    out.block_split = rule.shortfall(block);
     if (out.block_split < out.searched_split ||
         (out.block_split == out.searched_split && out.cost.seconds > out.block_cost.seconds)) {
       a = block;

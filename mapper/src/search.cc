@@ -40,13 +40,12 @@ constexpr double kMovesPerMsFloor = 0.05;
 constexpr long long kTwoStartRanks = 4096;
 
 // The default refinement budget in moves (above), for `budget_ms` of Request::refine_budget_ms;
-// `by_size`: the rate that falls with the step's size, else kMovesPerMsLeast until the falling rate
-// drops below it (past 10,240 ranks both fall).
+// the rate falling with the step's size, capped at kMovesPerMsMost (`by_size`) or else at
+// kMovesPerMsLeast, and never below kMovesPerMsFloor (past 10,240 ranks both fall).
 long long default_moves(double budget_ms, bool by_size, long long ranks) {
   const double size_rate = kMovesRanks / static_cast<double>(std::max<long long>(1, ranks));
-  const double per_ms = size_rate < kMovesPerMsLeast ? std::max(size_rate, kMovesPerMsFloor)
-                        : by_size ? std::min(size_rate, kMovesPerMsMost)
-                                  : kMovesPerMsLeast;
+  const double per_ms =
+      std::clamp(size_rate, kMovesPerMsFloor, by_size ? kMovesPerMsMost : kMovesPerMsLeast);
   return static_cast<long long>(std::max(0.0, budget_ms) * per_ms);
 }
 constexpr long long kRefineWork = 40'000'000;
@@ -71,7 +70,7 @@ Score score(const Machine& m, const Traffic& t, const DomainRule& rule,
             const std::vector<std::uint32_t>& a) {
   Score s;
   s.seconds = evaluate_seconds(m, t, a, &s.crossing);
-  s.split = rule.empty() ? 0 : rule.shortfall(a);
+  s.split = rule.shortfall(a);
   return s;
 }
 

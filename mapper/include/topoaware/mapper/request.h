@@ -26,7 +26,8 @@ struct Request {
   double refine_budget_ms = 200;    // refinement budget (deterministic: counted in moves)
   // Explicit refinement budget in evaluated moves (host or rank exchanges); -1: from
   // refine_budget_ms, 100 moves by default, up to 2,000 where hosts are cut into pieces, down
-  // to 10 on steps of 102,400 ranks and more (docs/mapper.md). Either way the work of all moves is capped, never by wall time.
+  // to 10 on steps of 102,400 ranks and more (docs/mapper.md). Either way the work of all moves
+  // is capped, never by wall time.
   long long refine_moves = -1;
   // A per-node launcher (torchrun, accelerate, deepspeed) starts tasks_per_host[h] workers on each
   // host and numbers them node_rank*G + local_rank: each host's ranks must be one contiguous block.
