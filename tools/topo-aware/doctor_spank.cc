@@ -73,8 +73,21 @@ std::optional<PlugstackEntry> scan(const std::string& file, const std::string& p
     if (fs::path(w[1]).filename().string().rfind("topo_aware", 0) != 0) continue;
     PlugstackEntry e;
     e.plugin = w[1];
+    // A relative file is looked for in PluginDir's folders in turn, as Slurm does; the first
+    // where it exists, else the first folder (the read then names the path it tried).
     if (fs::path(e.plugin).is_relative() && !plugin_dir.empty()) {
-      e.plugin = (fs::path(plugin_dir.substr(0, plugin_dir.find(':'))) / e.plugin).string();
+      std::string first;
+      std::istringstream dirs(plugin_dir);
+      for (std::string dir; std::getline(dirs, dir, ':');) {
+        if (dir.empty()) continue;
+        const std::string candidate = (fs::path(dir) / e.plugin).string();
+        if (first.empty()) first = candidate;
+        if (fs::exists(candidate)) {
+          first = candidate;
+          break;
+        }
+      }
+      if (!first.empty()) e.plugin = first;
     }
     e.line = file + ":" + std::to_string(n);
     e.required = w[0] == "required";

@@ -75,7 +75,7 @@ PluginFile parse_plugin_file(std::string_view bytes, const std::string& name) {
       }
       const Elf64_Shdr& home = sections[sym.st_shndx];
       if (home.sh_type == SHT_NOBITS || sym.st_value < home.sh_addr ||
-          sym.st_value - home.sh_addr > home.sh_size) {
+          sym.st_value - home.sh_addr + 4 > home.sh_size) {
         throw Error(ErrorCode::kBadInput, name, "plugin_version lies outside its section");
       }
       PluginFile f;

@@ -142,6 +142,23 @@ TEST(DoctorSpank, FindsThePluginPlugstackConfNames) {
       << r.out;
 }
 
+// A relative plugstack line: the file is looked for in each of PluginDir's folders, as Slurm
+// looks, and found in the second here.
+TEST(DoctorSpank, ARelativePluginIsFoundInPluginDirsFolders) {
+  const std::string dir = scratch("plugindir");
+  fs::create_directories(dir + "/lib2");
+  std::ofstream(dir + "/slurm.conf") << "PluginDir=" << dir << "/lib1:" << dir << "/lib2\n";
+  std::ofstream(dir + "/plugstack.conf") << "required topo_aware.so\n";
+  fs::copy_file(kPlugin, dir + "/lib2/topo_aware.so", fs::copy_options::overwrite_existing);
+  CliRun r = cli("doctor --spank",
+                 "export SLURM_CONF='" + dir + "/slurm.conf'; " + fake_slurm("24.11.2"));
+  fs::remove_all(dir);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("plugin     " + dir + "/lib2/topo_aware.so (" + dir + "/plugstack.conf:1"),
+            std::string::npos)
+      << r.out;
+}
+
 TEST(DoctorSpank, WhatIsNotAPluginExitsOneNamingTheFile) {
   CliRun r = cli("doctor --spank ../../etc/lab-cluster.toml", fake_slurm("22.05.8"));
   EXPECT_EQ(r.rc, 1) << r.out;
