@@ -16,8 +16,11 @@ topoaware_release() {
     echo "topo-aware: cannot read $file to tell the release; supported: $topoaware_supported" >&2
     return 1
   fi
+  # Only the three names, read in a subshell: sourcing the file here would leave NAME, VERSION,
+  # VERSION_ID... set in whatever script sourced this one.
   # shellcheck disable=SC1090
-  . "$file"
+  eval "$(. "$file"; printf 'ID=%q VERSION_CODENAME=%q PRETTY_NAME=%q\n' \
+            "${ID:-}" "${VERSION_CODENAME:-}" "${PRETTY_NAME:-}")"
   release=$VERSION_CODENAME
   case "$ID:$release" in
     # Slurm 22.05, GCC 12, clang 14, torch 1.13, Scotch 7.0.3.
