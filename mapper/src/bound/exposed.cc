@@ -124,32 +124,31 @@ DimFloors dim_floors(const Traffic& t, const DimTraffic& d,
       const long long even = (n + nodes - 1) / nodes;
       const long long most_local =
           split && near ? std::max(even, std::min(n - (nodes - 1), island_kmax)) : even;
+      nccl::Comm comm;
+      comm.ranks = static_cast<int>(n);
+      comm.nodes = static_cast<int>(nodes);
+      comm.sm = c.sm;
+      comm.nvswitch = c.nvswitch;
+      comm.nvlink = c.nvlink;
+      comm.amd_cpu = c.amd;
+      comm.gpu_GBps = c.gpu;
+      comm.nic_GBps = c.nic;
+      comm.collnet = t.collnet;
+      // NCCL's NIC count is its nodes' least (routing.h): at most the ports of the node with
+      // the fewest members, n / nodes at the most.
+      const int most_nics = static_cast<int>(
+          std::min<long long>(c.ports, std::max(1LL, n / nodes) * c.ports_per_gpu));
       for (long long local = even; local <= most_local; ++local) {
-        nccl::Comm comm;
-        comm.ranks = static_cast<int>(n);
-        comm.nodes = static_cast<int>(nodes);
         comm.max_local_ranks = static_cast<int>(local);
-        comm.sm = c.sm;
-        comm.nvswitch = c.nvswitch;
-        comm.nvlink = c.nvlink;
-        comm.amd_cpu = c.amd;
-        comm.gpu_GBps = c.gpu;
-        comm.nic_GBps = c.nic;
-        comm.collnet = t.collnet;
-        // NCCL's NIC count is its nodes' least (routing.h): at most the ports of the node with
-        // the fewest members, n / nodes at the most.
-        const int most_nics = static_cast<int>(
-            std::min<long long>(c.ports, std::max(1LL, n / nodes) * c.ports_per_gpu));
         for (int nics = near ? 1 : most_nics; nics <= most_nics; ++nics) {
           comm.nics = nics;
           const nccl::Tuning tuning = nccl::tune(comm, t.nccl);
           const auto fi = static_cast<std::size_t>(func);
           const nccl::Choice ch = nccl::choose(tuning, func, call);
-          if (!counts) {
-            // (only the routed view's check)
-          } else if (near) {
+          // Shapes the slowest group cannot take count only for the routed view's check below.
+          if (counts && near) {
             least_latency = std::min(least_latency, ch.latency_us);
-          } else {
+          } else if (counts) {
             for (int a = 0; a < nccl::kAlgos; ++a) {
               for (int p = 0; p < nccl::kProtos; ++p) {
                 const auto ai = static_cast<std::size_t>(a), pi = static_cast<std::size_t>(p);
