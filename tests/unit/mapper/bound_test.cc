@@ -43,6 +43,19 @@ Instance routed_instance(const Small& s) {
   return make_instance(s.fabric, s.nodes, all_reduces(s.request));
 }
 
+// Each dim's bytes scaled by 0.001..1 and its calls set to 1..20,000, drawn from `g`, alike in
+// `in` and `routed`: so that latency and bandwidth both count.
+void draw_bytes_and_calls(Instance& in, Instance& routed, std::mt19937_64& g) {
+  for (std::size_t i = 0; i < in.traffic.dims.size(); ++i) {
+    const double scale = 0.001 * static_cast<double>(1 + g() % 1000);
+    const double calls = static_cast<double>(1 + g() % 20000);
+    for (Instance* x : {&in, &routed}) {
+      x->traffic.dims[i].bytes *= scale;
+      x->traffic.dims[i].calls = calls;
+    }
+  }
+}
+
 // The fastest NIC port of the machine, bytes/s: what a port carries in the cost model (NCCL's
 // channel speed, 24 GB/s for the test fabrics' 25 GB/s ports), which the worked cases divide by.
 double port_Bps(const Machine& m) {
@@ -1015,14 +1028,7 @@ TEST(BoundTest, LevelLatencyBoundAtMostOptimumOnRandomInstances) {
     Small sm = small(spec, std::vector<int>(static_cast<std::size_t>(hosts), gpus), layout);
     Instance in = make_instance(sm.fabric, sm.nodes, sm.request);
     Instance routed = routed_instance(sm);
-    for (std::size_t i = 0; i < in.traffic.dims.size(); ++i) {
-      const double scale = 0.001 * (1 + below(1000));
-      const double calls = 1 + below(20000);
-      for (Instance* x : {&in, &routed}) {
-        x->traffic.dims[i].bytes *= scale;
-        x->traffic.dims[i].calls = calls;
-      }
-    }
+    draw_bytes_and_calls(in, routed, g);
     ASSERT_LE(lower_bound(in.machine, in.traffic), brute_force(in) * (1 + 1e-12))
         << "seed " << seed << ": " << layout;
     ASSERT_LE(routed_lower_bound(routed.machine, routed.traffic),
@@ -1081,16 +1087,7 @@ TEST(BoundTest, MiddleStageBoundAtMostOptimumOnRandomInstances) {
     Small sm = small(spec, tasks, layout);
     Instance in = make_instance(sm.fabric, sm.nodes, sm.request);
     Instance routed = routed_instance(sm);
-    if (below(2) == 0) {
-      for (std::size_t i = 0; i < in.traffic.dims.size(); ++i) {
-        const double scale = 0.001 * (1 + below(1000));
-        const double calls = 1 + below(20000);
-        for (Instance* x : {&in, &routed}) {
-          x->traffic.dims[i].bytes *= scale;
-          x->traffic.dims[i].calls = calls;
-        }
-      }
-    }
+    if (below(2) == 0) draw_bytes_and_calls(in, routed, g);
     const double best = brute_force(in);
     const double lb = lower_bound(in.machine, in.traffic);
     ASSERT_LE(lb, best * (1 + 1e-12))
