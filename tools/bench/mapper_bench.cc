@@ -439,6 +439,11 @@ double rescore(const Instance& truth, const RankPlan& p) {
   return evaluate_seconds(truth.machine, truth.traffic, plan_slots(truth, p));
 }
 
+// Whether plan `p` keeps the fast-domain rule on the true instance.
+bool keeps_rule(const Instance& truth, const RankPlan& p) {
+  return rule_shortfall(truth.machine, truth.traffic, plan_slots(truth, p)) == 0;
+}
+
 // --allow-split: every instance with split=allow (the model may split groups the fast-domain rule
 // keeps whole), to see what the rule costs.
 bool g_allow_split = false;
@@ -521,26 +526,18 @@ Row run(const std::string& name, const Family& fam, const topology::Fabric& fabr
     RankPlan from_conf = plan(*conf, nodes, r);
     const Instance truth = make_instance(fabric, nodes, r);
     row.conf = rescore(truth, from_conf);
-    row.conf_keeps = rule_shortfall(truth.machine, truth.traffic, plan_slots(truth, from_conf)) == 0;
+    row.conf_keeps = keeps_rule(truth, from_conf);
     if (declared) {
       const RankPlan from_declared = plan(*declared, nodes, r);
       row.conf_declared = rescore(truth, from_declared);
-      row.declared_keeps =
-          rule_shortfall(truth.machine, truth.traffic, plan_slots(truth, from_declared)) == 0;
+      row.declared_keeps = keeps_rule(truth, from_declared);
     }
     if (detail) {
       std::printf("      conf plan (topology.conf view: %s)\n",
                   assumptions_line(from_conf.assumptions).c_str());
       print_detail("conf", from_conf.cost);
-      std::vector<std::uint32_t> placed(from_conf.tasks.size());
-      std::map<std::pair<std::string, int>, std::uint32_t> slot_of;
-      for (std::uint32_t s = 0; s < truth.machine.slots.size(); ++s) {
-        slot_of[{truth.machine.hosts[truth.machine.slots[s].host], truth.machine.slots[s].gpu}] = s;
-      }
-      for (const auto& t : from_conf.tasks) {
-        placed[static_cast<std::size_t>(t.rank)] = slot_of.at({from_conf.hosts[t.host], t.gpu});
-      }
-      print_detail("conf@true", evaluate(truth.machine, truth.traffic, placed));
+      print_detail("conf@true",
+                   evaluate(truth.machine, truth.traffic, plan_slots(truth, from_conf)));
     }
   }
   r.algorithm = Algorithm::kRandom;
@@ -548,8 +545,7 @@ Row run(const std::string& name, const Family& fam, const topology::Fabric& fabr
     const RankPlan random = plan(fabric, nodes, r);
     row.random = random.cost.seconds;
     const Instance truth = make_instance(fabric, nodes, r);
-    row.random_keeps =
-        rule_shortfall(truth.machine, truth.traffic, plan_slots(truth, random)) == 0;
+    row.random_keeps = keeps_rule(truth, random);
   }
 #ifdef TOPOAWARE_HAVE_SCOTCH
   if (with_scotch) {
