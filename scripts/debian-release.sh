@@ -44,3 +44,12 @@ topoaware_release() {
                      openmpi-bin)
   [ "$release" = forky ] || release_pkgs_test+=(hyperfine)
 }
+
+# The Slurm release a slurm_version.h is of ("22.05", from SLURM_VERSION_NUMBER 0xMMmmuu); fails
+# when the file holds none. scripts/root-build.sh and scripts/slurm-releases.sh use it.
+topoaware_slurm_release() {
+  local hex
+  hex=$(sed -nE 's/^#define SLURM_VERSION_NUMBER 0x([0-9a-fA-F]{6}).*/\1/p' "$1" 2>/dev/null)
+  [ -n "$hex" ] || return 1
+  printf '%d.%02d\n' "0x${hex:0:2}" "0x${hex:2:2}"
+}

@@ -53,14 +53,11 @@ scripts/debroot.sh run "$root" -- "$here/scripts/deps.sh" unit
 echo "$me: $suite root and packages ready in $((SECONDS - t0)) s"
 # The host's plugin, where it is built for another release than the root's: the root's srun must
 # refuse it with Slurm's own message (above).
-release_of() {  # slurm_version.h -> 22.05
-  local hex
-  hex=$(sed -n 's/^#define SLURM_VERSION_NUMBER 0x\([0-9a-fA-F]*\).*/\1/p' "$1" 2>/dev/null)
-  [ -n "$hex" ] && printf '%d.%02d\n' "0x${hex:0:2}" "0x${hex:2:2}"
-}
+# shellcheck source=scripts/debian-release.sh
+. scripts/debian-release.sh
 rm -rf "$root/var/tmp/topo-aware-plugins"
-host_release=$(release_of /usr/include/slurm/slurm_version.h || true)
-root_release=$(release_of "$root/usr/include/slurm/slurm_version.h" || true)
+host_release=$(topoaware_slurm_release /usr/include/slurm/slurm_version.h || true)
+root_release=$(topoaware_slurm_release "$root/usr/include/slurm/slurm_version.h" || true)
 if [ -f build/release/spank/topo_aware.so ] && [ -n "$host_release" ] &&
    [ "$host_release" != "$root_release" ]; then
   mkdir -p "$root/var/tmp/topo-aware-plugins/$host_release"

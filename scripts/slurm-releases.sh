@@ -30,13 +30,8 @@ mirror=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sourc
 mirror=${SLURM_RELEASES_MIRROR:-${mirror:-http://deb.debian.org/debian}}
 keyring=/usr/share/keyrings/debian-archive-keyring.gpg
 
-release_of() {  # root -> "24.11" from its slurm_version.h
-  local hex
-  hex=$(sed -nE 's/^#define SLURM_VERSION_NUMBER 0x([0-9a-fA-F]{6}).*/\1/p' \
-          "$1/usr/include/slurm/slurm_version.h")
-  [ -n "$hex" ] || return 1
-  printf '%d.%02d\n' "0x${hex:0:2}" "0x${hex:2:2}"
-}
+# shellcheck source=scripts/debian-release.sh
+. "$(dirname "$0")/debian-release.sh"
 
 apt_ready=0
 apt_opts=()
@@ -74,6 +69,7 @@ for s in "${suites[@]}"; do
       die "$s: no libslurmfull.so in its slurm-wlm-basic-plugins"
     touch "$root/.done"
   fi
-  rel=$(release_of "$root") || die "$s: no SLURM_VERSION_NUMBER in $root"
+  rel=$(topoaware_slurm_release "$root/usr/include/slurm/slurm_version.h") ||
+    die "$s: no SLURM_VERSION_NUMBER in $root"
   echo "$s $rel $root"
 done
