@@ -676,11 +676,13 @@ if [ -z "${TOPOAWARE_E2E_PACKAGES:-}" ]; then
   skip_check "the built .deb packages installed with dpkg -i, and a step through them" \
     "TOPOAWARE_E2E_PACKAGES names no folder of packages (scripts/test.sh builds them)"
 else
-  pkg_files=("$TOPOAWARE_E2E_PACKAGES"/topo-aware_*.deb "$TOPOAWARE_E2E_PACKAGES"/topo-aware-spank-slurm-*.deb)
+  pkg_files=("$TOPOAWARE_E2E_PACKAGES"/topo-aware_*.deb
+             "$TOPOAWARE_E2E_PACKAGES"/topo-aware-spank-slurm-*.deb)
+  # Package names are [a-z0-9.+-] (Debian policy): safe unquoted in the commands below.
   PKG_NAMES=$(for f in "${pkg_files[@]}"; do dpkg-deb -f "$f" Package; done | tr '\n' ' ')
   pkg_plugin=/usr/lib/$(gcc -print-multiarch)/slurm/topo_aware.so
   check "dpkg -i of the built packages ($PKG_NAMES)" \
-    bash -c "dpkg -i ${pkg_files[*]} >'$OUT/dpkg-i.out' 2>&1"
+    bash -c 'out=$1; shift; dpkg -i "$@" >"$out" 2>&1' _ "$OUT/dpkg-i.out" "${pkg_files[@]}"
   check "the plugin package installs the plugin, and its plugstack line only under /usr/share" \
     bash -c "test -f '$pkg_plugin' && test -f /usr/share/topo-aware/plugstack.conf.d/topo-aware.conf &&
              ! dpkg -L $PKG_NAMES | grep -q '^/etc/'"
