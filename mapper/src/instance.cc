@@ -117,6 +117,8 @@ Instance instance_of(const topology::Fabric& fabric,
   resolve_layout(in.layout, static_cast<int>(world));
   in.traffic = job_traffic(in.layout);
   in.traffic.overlap = request.overlap_dims;
+  in.traffic.calibration = request.calibration;
+  if (request.calibration.measured()) in.machine.assumptions.push_back(describe(request.calibration));
   // Each task's slot under block order: the j-th task of a host takes its j-th GPU (free) or
   // the GPU bound to it.
   std::map<std::string, std::uint32_t> host_idx;

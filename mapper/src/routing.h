@@ -325,6 +325,34 @@ struct GroupCost {
   nccl::Algo algo = nccl::Algo::kRing;
 };
 
+// The tier a group reaches (calibration.h): its hosts all in one host or NVLink domain, all under
+// one group of the innermost level (or between hosts of a fabric without levels), or beyond.
+inline Tier group_tier(const Machine& m, const std::uint32_t* members, long long n) {
+  const std::uint32_t first = m.slots[members[0]].host;
+  const int domain = m.domain_of_host[first];
+  Tier tier = Tier::kNvlink;
+  for (long long i = 1; i < n; ++i) {
+    const std::uint32_t h = m.slots[members[i]].host;
+    if (h == first || (domain >= 0 && m.domain_of_host[h] == domain)) continue;
+    if (!m.levels.empty() && m.levels[0].group_of_host[h] != m.levels[0].group_of_host[first]) {
+      return Tier::kSpine;
+    }
+    tier = Tier::kLeaf;
+  }
+  return tier;
+}
+
+// A sink whose loads weigh `factor` times their bytes (a calibrated group's); the bytes per tier
+// and up the tree stay what the group sends.
+template <class Sink>
+struct ScaledSink {
+  Sink& sink;
+  double factor;
+  void load(std::size_t r, double bytes) { sink.load(r, bytes * factor); }
+  void tier(int t, double bytes) { sink.tier(t, bytes); }
+  void crossed(std::size_t l, double bytes) { sink.crossed(l, bytes); }
+};
+
 // Scratch space of route_group: the group's members by NCCL node, and its members by (host, GPU)
 // for PXN relays.
 struct GroupScratch {
@@ -368,15 +396,30 @@ GroupCost route_group(const Machine& m, const ResourceIndex& res, const Traffic&
   const DimTraffic& d = t.dims[dim];
   const long long n = d.size;
   GroupCost gc;
+  // A site's calibration (calibration.h) of the group's class and tier: its bytes weigh 1 /
+  // bandwidth on every resource they load (set once NCCL's algorithm is known).
+  const bool calibrated = t.calibration.measured();
+  const Tier tier = calibrated ? group_tier(m, members, n) : Tier::kNvlink;
+  const Calibration::Entry* entry = nullptr;
+  ScaledSink<Sink> scaled{sink, 1.0};
   auto flow = [&](std::uint32_t a, std::uint32_t b, double bytes, std::uint32_t relay) {
-    const int r = route_flow(m, res, a, b, bytes, relay, sink);
+    const int r = entry ? route_flow(m, res, a, b, bytes, relay, scaled)
+                        : route_flow(m, res, a, b, bytes, relay, sink);
     gc.reached = std::max(gc.reached, r);
     return r;
+  };
+  auto calibrate = [&](std::size_t cls) {
+    if (!calibrated) return;
+    const Calibration::Entry& e = t.calibration.at(cls, tier);
+    if (e.cases <= 0) return;
+    entry = &e;
+    scaled.factor = 1.0 / e.bandwidth;
   };
   const bool p2p = d.collective == Collective::kSendRecv ||
                    d.collective == Collective::kAllToAll ||
                    d.collective == Collective::kRingExchange;
   if (p2p) {
+    calibrate(kP2pClass);
     // PXN relays: the group's member on the sender's host with the receiver's NVML index.
     auto& rel = scratch.relay;
     rel.clear();
@@ -423,7 +466,7 @@ GroupCost route_group(const Machine& m, const ResourceIndex& res, const Traffic&
         }
       }
     }
-    gc.latency_seconds = d.calls * worst_lat * 1e-6;
+    gc.latency_seconds = d.calls * worst_lat * 1e-6 * (entry ? entry->latency : 1.0);
     return gc;
   }
   // Collectives: the group's NCCL nodes in first-rank order.
@@ -483,7 +526,9 @@ GroupCost route_group(const Machine& m, const ResourceIndex& res, const Traffic&
       model.choice(dim, gather ? nccl::Func::kReduceScatter : nccl::Func::kAllReduce, comm);
   gc.collective = true;
   gc.algo = ch.algo;
+  calibrate(static_cast<std::size_t>(ch.algo));
   gc.nccl_seconds = ch.algbw_GBps > 0 ? d.bytes / (ch.algbw_GBps * kGB) : 0;
+  if (entry) gc.nccl_seconds /= entry->bandwidth;
   const double S = d.bytes;
   // A hop between nodes x and y carrying `bytes` per node: one piece per member of x, channel c
   // from the c-th member of x to the c-th of y in rail order (NCCL keeps a channel on its NIC).
@@ -606,8 +651,8 @@ GroupCost route_group(const Machine& m, const ResourceIndex& res, const Traffic&
       steps = (gather ? 1.0 : 2.0) * static_cast<double>(nodes - 1);
       break;
   }
-  gc.latency_seconds =
-      d.calls * (ch.latency_us + steps * level_extra_us(m, gc.reached)) * 1e-6;
+  gc.latency_seconds = d.calls * (ch.latency_us + steps * level_extra_us(m, gc.reached)) * 1e-6 *
+                       (entry ? entry->latency : 1.0);
   return gc;
 }
 

@@ -369,7 +369,34 @@ double exposed_bound(const Machine& machine, const Traffic& traffic, bool whole_
 
 namespace topoaware::mapper {
 
+namespace {
+
+// exposed_bound() under Traffic::calibration. Every calibrated group's times are its uncalibrated
+// ones times a factor of at least f = Calibration::least_factor(): where f is 1 the calibrated
+// cost is never below the uncalibrated one, so that bound holds. Where f < 1 the exposed parts
+// shrink by more than f (the compute they hide behind does not), so the bound is of the raw time
+// (every window 0) times f, less the windows: a dim's exposed time is at least its time less its
+// windows.
+double calibrated_bound(const Machine& machine, const Traffic& traffic, bool whole_cuts,
+                        std::size_t counted) {
+  Traffic plain = traffic;
+  plain.calibration = Calibration{};
+  const double f = traffic.calibration.least_factor();
+  if (f >= 1) return internal::exposed_bound(machine, plain, whole_cuts, counted);
+  double windows = 0;
+  for (DimTraffic& d : plain.dims) {
+    windows += d.hidden_first_s + d.hidden_rest_s;
+    d.hidden_first_s = d.hidden_rest_s = 0;
+  }
+  return std::max(0.0, f * internal::exposed_bound(machine, plain, whole_cuts, counted) - windows);
+}
+
+}  // namespace
+
 double lower_bound(const Machine& machine, const Traffic& traffic, bool whole_cuts) {
+  if (traffic.calibration.measured()) {
+    return calibrated_bound(machine, traffic, whole_cuts, internal::kCutDims);
+  }
   return internal::exposed_bound(machine, traffic, whole_cuts, internal::kCutDims);
 }
 
@@ -379,6 +406,7 @@ double routed_lower_bound(const Machine& machine, const Traffic& traffic, bool w
 }
 
 double lower_bound_counting(const Machine& machine, const Traffic& traffic, std::size_t counted) {
+  if (traffic.calibration.measured()) return calibrated_bound(machine, traffic, true, counted);
   return internal::exposed_bound(machine, traffic, true, counted);
 }
 

@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "topoaware/mapper/calibration.h"
 #include "topoaware/mapper/layout.h"
 #include "topoaware/mapper/nccl_model.h"
 #include "topoaware/mapper/request.h"
@@ -131,6 +132,8 @@ struct Traffic {
   // NCCL_ALGO as a job may set it: the algorithm every collective runs where the group's shape
   // has it (else NCCL's own choice). Empty: NCCL chooses.
   std::optional<nccl::Algo> nccl_algo;
+  // A site's correction from its own measurements (calibration.h); unmeasured: the model as is.
+  Calibration calibration;
 };
 Traffic job_traffic(const Layout& layout);
 
@@ -226,7 +229,9 @@ class IncrementalCost {
 // A lower bound on evaluate_seconds() over every assignment of ranks to the machine's slots that
 // keeps the fast-domain rule (Traffic::split; every assignment under split=allow): never above
 // that optimum, which is what plan() searches (checked against brute force in tests).
-// docs/mapper.md derives it.
+// docs/mapper.md derives it. Under a calibration (Traffic::calibration) it is the uncalibrated
+// bound where every factor slows groups down, else the raw time's bound times the least factor
+// less what the hidden windows can take (docs/calibration.md, "What a calibration does").
 // `whole_cuts`: also price each crossing place's cut as one set of ranks (docs/mapper.md, "Whole
 // cuts"), tighter where oversubscribed or ECMP tiers split a job (three of its dims counted), at
 // up to about 0.9 s on one core; plan() leaves it out (its bound only stops refinement early),

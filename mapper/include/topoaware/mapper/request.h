@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "topoaware/mapper/calibration.h"
 #include "topoaware/mapper/layout.h"
 
 namespace topoaware::mapper {
@@ -36,6 +37,8 @@ struct Request {
   bool host_blocks = false;
   // Model the dims' communication as overlapping (Traffic::overlap); default: one after another.
   bool overlap_dims = false;
+  // A site's correction of the cost model from its own measurements (Traffic::calibration).
+  Calibration calibration;
 };
 
 }  // namespace topoaware::mapper
