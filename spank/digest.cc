@@ -104,6 +104,7 @@ Digest digest_of(const Config& config, const std::vector<std::string>& plugstack
   Hash conf;
   for (const auto& a : plugstack_args) conf.add(a);
   if (!config.path.empty()) conf.add_file(config.path);
+  if (!config.calibration.empty()) conf.add_file(config.calibration);
   d.config = conf.hex();
   Hash fab;
   fab.add_file(config.fabric);

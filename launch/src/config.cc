@@ -22,7 +22,7 @@ constexpr const char* kKeys =
     "fabric, fabric_format, guid_map, job_dir, policy, gpu_binding, overwrite_user_env, "
     "bind_cpus, "
     "judge_allocation, master_port, launcher, ids, health_dir, doctor, doctor_fsroot, "
-    "discover_fsroot, capture, oversubscription, routing";
+    "discover_fsroot, capture, oversubscription, routing, calibration";
 
 bool parse_bool(const std::string& value, const std::string& where, const std::string& key) {
   if (value == "true" || value == "yes" || value == "1") return true;
@@ -116,7 +116,8 @@ void load_file(Config& config, const std::string& path) {
     }
     std::string text = scalar_text(value, key, where);
     if (key == "fabric" || key == "guid_map" || key == "job_dir" || key == "capture" ||
-        key == "health_dir" || key == "doctor_fsroot" || key == "discover_fsroot") {
+        key == "health_dir" || key == "doctor_fsroot" || key == "discover_fsroot" ||
+        key == "calibration") {
       text = resolve(text, path);
     }
     apply_setting(config, key, text, where);
@@ -209,6 +210,13 @@ void apply_setting(Config& config, const std::string& key, const std::string& va
         value.empty() ? std::vector<double>{} : topology::parse_oversubscription(value, where);
   } else if (key == "routing") {
     config.routing = topology::parse_routing(value, where);
+  } else if (key == "calibration") {
+    if (!value.empty() && value.front() != '/') {
+      throw Error(ErrorCode::kBadInput, where,
+                  "calibration must be an absolute path (or relative to the config file), not '" +
+                      value + "'");
+    }
+    config.calibration = value;
   } else {
     throw Error(ErrorCode::kBadInput, where,
                 "unknown key '" + key + "' (known: " + kKeys + ", [[node]])");

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "topoaware/launch/calibration_file.h"
 #include "topoaware/launch/inputs.h"
 
 namespace topoaware::launch {
@@ -131,6 +132,9 @@ StepRequest make_request(const Config& config, const mapper::LaunchSpec& launch,
       throw RequestError(e.what());
     }
   }
+  // The site's correction of the model: srun and every node read the same file (its bytes are
+  // part of the digest's configuration).
+  if (!config.calibration.empty()) r.calibration = read_calibration(config.calibration);
   return out;
 }
 

@@ -63,6 +63,9 @@ void add_capacity_options(CLI::App& sub, MapInputs& in) {
   sub.add_option("--nccl-version", in.nccl_version,
                  "The NCCL release whose algorithm rules the model follows, 2.18 to 2.30 "
                  "(default: the SPEC's nccl=, else the newest)");
+  sub.add_option("--calibration", in.calibration,
+                 "A calibration file (`topo-aware calibrate`): the model corrected by this site's "
+                 "nccl-tests runs (default: the plugin config's calibration, else none)");
 }
 
 Loaded load_inputs(const MapInputs& in) {
@@ -93,6 +96,7 @@ Loaded load_inputs(const MapInputs& in) {
         topology::parse_oversubscription(in.oversubscription, "--oversubscription");
   }
   if (!in.routing.empty()) site.routing = topology::parse_routing(in.routing, "--routing");
+  if (!in.calibration.empty()) site.calibration = in.calibration;
   Loaded out;
   out.fabric = launch::load_configured_fabric(site);
   std::vector<std::string> hosts = topology::expand_hostlist(in.nodes, "--nodes");
@@ -257,6 +261,7 @@ nlohmann::json inputs_to_json(const MapInputs& in) {
   j["overlap_dims"] = in.overlap_dims;
   j["allow_split"] = in.allow_split;
   j["nccl_version"] = in.nccl_version;
+  if (!in.calibration.empty()) j["calibration"] = absolute(in.calibration);
   if (in.gpus_bound) j["gpus_bound"] = true;
   return j;
 }
@@ -286,6 +291,7 @@ MapInputs inputs_from_json(const nlohmann::json& j, const std::string& context) 
     in.overlap_dims = j.value("overlap_dims", false);
     in.allow_split = j.value("allow_split", false);
     in.nccl_version = j.value("nccl_version", std::string());
+    in.calibration = j.value("calibration", std::string());
     in.gpus_bound = j.value("gpus_bound", false);
   } catch (const nlohmann::json::exception& e) {
     throw topology::Error(topology::ErrorCode::kBadInput, context,

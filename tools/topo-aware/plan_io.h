@@ -42,6 +42,7 @@ struct MapInputs {
   bool overlap_dims = false;  // model the dims' communication as overlapping
   bool allow_split = false;   // the model may split groups that fit an NVLink domain
   std::string nccl_version;   // the NCCL release the model follows; empty: the SPEC's (newest)
+  std::string calibration;    // --calibration FILE; empty: the plugin configuration's, else none
   // Slurm binds GPUs to the tasks (--gpus-per-node, --gpus-per-task): one task per GPU keeps task
   // k of each host on its GPU k and the plan permutes ranks, as the plugin plans such a step.
   bool gpus_bound = false;

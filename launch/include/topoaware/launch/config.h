@@ -65,6 +65,9 @@ struct Config {
   // How every tier spreads flows over parallel uplinks; unset: the fabric's (TOML `routing`), else
   // adaptive. Apply as Fabric::routing (clearing routing_by_tier) before planning.
   std::optional<topology::Routing> routing;
+  // The site's calibration file (`topo-aware calibrate`, docs/calibration.md): the cost model
+  // corrected by the site's own nccl-tests runs; empty: the model as it is.
+  std::string calibration;
 };
 
 // Parses plugstack arguments: `config=PATH` is read first wherever it appears, then every other
