@@ -154,10 +154,24 @@ constexpr const char* kAlgoNames[] = {"Tree",     "Ring", "CollNetDirect", "Coll
                                       "NVLSTree", "PAT"};
 constexpr const char* kProtoNames[] = {"LL", "LL128", "Simple"};
 
+// NCCL's name for an algorithm or protocol, one spelling whatever the line used: the numeric ids
+// of 2.20-2.23 by enum order, and the upper-case names of ncclAlgoToString/ncclProtoToString
+// (2.24+: "RING", "NVLS_TREE", "SIMPLE") matched to ncclAlgoStr/ncclProtoStr ("Ring", "NVLSTree").
 template <std::size_t N>
-std::string name_of_id(std::string_view token, const char* const (&names)[N]) {
+std::string name_of(std::string_view token, const char* const (&names)[N]) {
   if (const auto id = to_int(token); id && *id >= 0 && *id < static_cast<long long>(N)) {
     return names[*id];
+  }
+  const auto folded = [](std::string_view s) {
+    std::string out;
+    for (char c : s) {
+      if (c == '_') continue;
+      out.push_back(c >= 'a' && c <= 'z' ? static_cast<char>(c - 'a' + 'A') : c);
+    }
+    return out;
+  };
+  for (const char* name : names) {
+    if (folded(name) == folded(token)) return name;
   }
   return std::string(token);
 }
@@ -194,8 +208,8 @@ std::optional<TunedCall> tuned_call(std::string_view msg, int line) {
     return call;
   }
   if (right.size() < 4 || right[0] != "Algo" || right[2] != "proto") return std::nullopt;
-  call.algo = name_of_id(right[1], kAlgoNames);
-  call.proto = name_of_id(right[3], kProtoNames);
+  call.algo = name_of(right[1], kAlgoNames);
+  call.proto = name_of(right[3], kProtoNames);
   for (std::size_t i = 4; i < right.size(); ++i) {
     if (right[i] == "time" && i + 1 < right.size()) {
       if (const auto t = to_number(right[i + 1])) call.time_us = *t;
@@ -672,9 +686,10 @@ Fit fit(const Run& run) {
     if (row.bytes > 0 && row.oop_time_us > 0) points.push_back(&row);
   }
   if (points.size() < 2) {
-    throw Error(ErrorCode::kBadInput, topology::where(run.source, run.first_line),
-                "nccl-tests run has " + std::to_string(points.size()) +
-                    " out-of-place rows of more than 0 bytes; a fit needs 2 or more sizes");
+    throw Error(
+        ErrorCode::kBadInput, topology::where(run.source, run.first_line),
+        "nccl-tests run has " + std::to_string(points.size()) +
+            " size(s) of more than 0 bytes with an out-of-place time; a fit needs 2 or more");
   }
   double sw = 0, sx = 0, sxx = 0, st = 0, sxt = 0;
   for (const Row* row : points) {

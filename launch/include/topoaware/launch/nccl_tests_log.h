@@ -64,7 +64,8 @@ struct Row {
 //              names by NCCL's order: Tree Ring CollNetDirect CollNetChain NVLS NVLSTree PAT,
 //              LL LL128 Simple)
 //   2.23:      "%s: %ld Bytes -> Algo %d proto %d time %f"
-//   2.24-2.29: "%s: %ld Bytes -> Algo %s proto %s channel{Lo..Hi}={%d..%d}" (channels Hi-Lo+1)
+//   2.24-2.29: "%s: %ld Bytes -> Algo %s proto %s channel{Lo..Hi}={%d..%d}" (channels Hi-Lo+1;
+//              "RING", "SIMPLE" there, stored as "Ring", "Simple" like the ids)
 // and the symmetric kernels of 2.27+ (src/enqueue.cc, 2.28+ src/scheduler/symmetric_sched.cc):
 //   "%s [Symmetric]: %ld Bytes -> Kernel %s nchannels %d nthreads %d[ nWorks %d]"
 //   (algo "Symmetric", kernel set, proto empty).
