@@ -434,6 +434,16 @@ TEST(NcclTestsLog, TwoConcatenatedLogsAreTwoRuns) {
   // Without the "Avg bus bandwidth" line between them, the second header still starts a run.
   std::string cut = a.substr(0, a.find("# Out of bounds")) + b;
   EXPECT_EQ(parse(cut, "cut.log").size(), 2u);
+  // The first run's name is its own: "concluded: alltoall_perf" does not name the next one.
+  const std::string c = text_of(fixture("superbench-1x8-a100-sxm4-nccl-alltoall.log"));
+  const std::vector<LogRun> named = parse("# Collective test starting: alltoall_perf\n" + c +
+                                              "# Collective test concluded: alltoall_perf\n" + b,
+                                          "named.log");
+  ASSERT_EQ(named.size(), 2u);
+  EXPECT_EQ(named[0].test, TestKind::kAllToAll);
+  EXPECT_EQ(named[0].test_name, "alltoall_perf");
+  EXPECT_EQ(named[1].test_name, "");
+  EXPECT_EQ(named[1].test, TestKind::kOther);
 }
 
 TEST(NcclTestsLog, RingChannelsWhenNoCollChannelsLine) {
