@@ -154,10 +154,24 @@ constexpr const char* kAlgoNames[] = {"Tree",     "Ring", "CollNetDirect", "Coll
                                       "NVLSTree", "PAT"};
 constexpr const char* kProtoNames[] = {"LL", "LL128", "Simple"};
 
+// NCCL's name for an algorithm or protocol, one spelling whatever the line used: the numeric ids
+// of 2.20-2.23 by enum order, and the upper-case names of ncclAlgoToString/ncclProtoToString
+// (2.24+: "RING", "NVLS_TREE", "SIMPLE") matched to ncclAlgoStr/ncclProtoStr ("Ring", "NVLSTree").
 template <std::size_t N>
-std::string name_of_id(std::string_view token, const char* const (&names)[N]) {
+std::string name_of(std::string_view token, const char* const (&names)[N]) {
   if (const auto id = to_int(token); id && *id >= 0 && *id < static_cast<long long>(N)) {
     return names[*id];
+  }
+  const auto folded = [](std::string_view s) {
+    std::string out;
+    for (char c : s) {
+      if (c == '_') continue;
+      out.push_back(c >= 'a' && c <= 'z' ? static_cast<char>(c - 'a' + 'A') : c);
+    }
+    return out;
+  };
+  for (const char* name : names) {
+    if (folded(name) == folded(token)) return name;
   }
   return std::string(token);
 }
@@ -194,8 +208,8 @@ std::optional<TunedCall> tuned_call(std::string_view msg, int line) {
     return call;
   }
   if (right.size() < 4 || right[0] != "Algo" || right[2] != "proto") return std::nullopt;
-  call.algo = name_of_id(right[1], kAlgoNames);
-  call.proto = name_of_id(right[3], kProtoNames);
+  call.algo = name_of(right[1], kAlgoNames);
+  call.proto = name_of(right[3], kProtoNames);
   for (std::size_t i = 4; i < right.size(); ++i) {
     if (right[i] == "time" && i + 1 < right.size()) {
       if (const auto t = to_number(right[i + 1])) call.time_us = *t;
@@ -410,7 +424,7 @@ std::optional<RankLine> rank_line(std::string_view body, int line) {
 // than the last one seen, or any marker after the table has rows, starts the next run.
 enum class Stage { kVersion, kStarting, kParams, kDevices, kRank, kTable };
 
-struct Builder {
+struct RunReader {
   std::string source;
   std::vector<Run> runs;
   Run* run = nullptr;  // the run lines attach to; null before the first and after one ends
@@ -518,8 +532,8 @@ Test test_from_name(std::string_view name) {
 }
 
 std::vector<Run> parse(std::string_view text, const std::string& source) {
-  Builder b;
-  b.source = source;
+  RunReader reader;
+  reader.source = source;
   int line_no = 0;
   while (!text.empty()) {
     const std::size_t nl = text.find('\n');
@@ -529,12 +543,12 @@ std::vector<Run> parse(std::string_view text, const std::string& source) {
     const std::string where = topology::where(source, line_no);
 
     if (const std::size_t info = raw.find("NCCL INFO "); info != std::string_view::npos) {
-      read_info(raw.substr(info + 10), line_no, b.info_sink());
+      read_info(raw.substr(info + 10), line_no, reader.info_sink());
       continue;
     }
     // NCCL before 2.? printed its version with printf, without "NCCL INFO".
     if (const std::size_t v = raw.find("NCCL version "); v != std::string_view::npos) {
-      read_info(raw.substr(v), line_no, b.info_sink());
+      read_info(raw.substr(v), line_no, reader.info_sink());
       continue;
     }
 
@@ -545,7 +559,7 @@ std::vector<Run> parse(std::string_view text, const std::string& source) {
     if (body.empty()) continue;
 
     if (starts_with(body, "nccl-tests version")) {
-      Run& run = b.open(Stage::kVersion, line_no);
+      Run& run = reader.open(Stage::kVersion, line_no);
       const std::size_t lib = body.find("nccl-library=");
       if (lib != std::string_view::npos) {
         const std::vector<std::string_view> t = split(body.substr(lib + 13));
@@ -556,70 +570,75 @@ std::vector<Run> parse(std::string_view text, const std::string& source) {
       continue;
     }
     if (starts_with(body, "Collective test starting:")) {
-      Run& run = b.open(Stage::kStarting, line_no);
+      Run& run = reader.open(Stage::kStarting, line_no);
       run.test_name = std::string(trim(body.substr(25)));
       continue;
     }
     if (starts_with(body, "nThread ")) {
       const std::vector<std::string_view> t = split(body);
       if (t.size() >= 4 && t[2] == "nGpus") {
-        b.open(Stage::kParams, line_no);
+        reader.open(Stage::kParams, line_no);
         const auto threads = to_int(t[1]);
         const auto gpus = to_int(t[3]);
-        if (threads && gpus) b.nthread_gpus = *threads * *gpus;
+        if (threads && gpus) reader.nthread_gpus = *threads * *gpus;
         continue;
       }
     }
     if (body == "Using devices") {
-      b.open(Stage::kDevices, line_no);
+      reader.open(Stage::kDevices, line_no);
       continue;
     }
     if (starts_with(body, "Rank ")) {
       if (auto rank = rank_line(body, line_no)) {
-        b.open(Stage::kRank, line_no).ranks.push_back(std::move(*rank));
+        reader.open(Stage::kRank, line_no).ranks.push_back(std::move(*rank));
         continue;
       }
     }
     const std::vector<std::string_view> tokens = split(body);
     if (!tokens.empty() && tokens[0] == "size") {
       if (auto layout = layout_of(tokens)) {
-        b.open(Stage::kTable, line_no);
-        b.layout = layout;
+        reader.open(Stage::kTable, line_no);
+        reader.layout = layout;
         continue;
       }
     }
+    // The footer's other lines; "concluded: all_reduce_perf" must not name the next run.
+    if (starts_with(body, "Out of bounds values") ||
+        starts_with(body, "Collective test concluded")) {
+      continue;
+    }
     if (starts_with(body, "Avg bus bandwidth")) {
-      if (b.run != nullptr) {
+      if (reader.run != nullptr) {
         const std::size_t colon = body.find(':');
         const std::vector<std::string_view> t =
             split(colon == std::string_view::npos ? std::string_view() : body.substr(colon + 1));
         if (!t.empty()) {
-          if (const auto bw = to_number(t[0])) b.run->avg_busbw = *bw;
+          if (const auto bw = to_number(t[0])) reader.run->avg_busbw = *bw;
         }
-        b.finish();
+        reader.finish();
       }
       continue;
     }
-    if (b.run != nullptr && b.layout && all_digits(tokens.front())) {
-      b.run->rows.push_back(read_row(tokens, *b.layout, where));
-      b.run->rows.back().line = line_no;
+    if (reader.run != nullptr && reader.layout && all_digits(tokens.front())) {
+      reader.run->rows.push_back(read_row(tokens, *reader.layout, where));
+      reader.run->rows.back().line = line_no;
       continue;
     }
     // A command line naming the test (mpirun ... all_reduce_perf -b 8 ...).
     if (std::string binary = perf_binary_in(body); !binary.empty()) {
-      if (b.run != nullptr && b.run->rows.empty() && b.run->test_name.empty()) {
-        b.run->test_name = std::move(binary);
-      } else if (b.run == nullptr || !b.run->rows.empty()) {
-        b.pending_test = std::move(binary);
+      if (reader.run != nullptr && reader.run->rows.empty() && reader.run->test_name.empty()) {
+        reader.run->test_name = std::move(binary);
+      } else if (reader.run == nullptr || !reader.run->rows.empty()) {
+        reader.pending_test = std::move(binary);
       }
     }
   }
-  b.finish();
-  if (b.runs.empty()) {
+  reader.finish();
+  if (reader.runs.empty()) {
     throw Error(ErrorCode::kBadInput, source,
                 "no nccl-tests run in it (no results table, rank lines or nccl-tests header)");
   }
-  return std::move(b.runs);
+  return std::move(reader.runs);
 }
 
 std::vector<Run> read(const std::string& path) {
@@ -672,9 +691,10 @@ Fit fit(const Run& run) {
     if (row.bytes > 0 && row.oop_time_us > 0) points.push_back(&row);
   }
   if (points.size() < 2) {
-    throw Error(ErrorCode::kBadInput, topology::where(run.source, run.first_line),
-                "nccl-tests run has " + std::to_string(points.size()) +
-                    " out-of-place rows of more than 0 bytes; a fit needs 2 or more sizes");
+    throw Error(
+        ErrorCode::kBadInput, topology::where(run.source, run.first_line),
+        "nccl-tests run has " + std::to_string(points.size()) +
+            " size(s) of more than 0 bytes with an out-of-place time; a fit needs 2 or more");
   }
   double sw = 0, sx = 0, sxx = 0, st = 0, sxt = 0;
   for (const Row* row : points) {

@@ -64,7 +64,8 @@ struct Row {
 //              names by NCCL's order: Tree Ring CollNetDirect CollNetChain NVLS NVLSTree PAT,
 //              LL LL128 Simple)
 //   2.23:      "%s: %ld Bytes -> Algo %d proto %d time %f"
-//   2.24-2.29: "%s: %ld Bytes -> Algo %s proto %s channel{Lo..Hi}={%d..%d}" (channels Hi-Lo+1)
+//   2.24-2.29: "%s: %ld Bytes -> Algo %s proto %s channel{Lo..Hi}={%d..%d}" (channels Hi-Lo+1;
+//              "RING", "SIMPLE" there, stored as "Ring", "Simple" like the ids)
 // and the symmetric kernels of 2.27+ (src/enqueue.cc, 2.28+ src/scheduler/symmetric_sched.cc):
 //   "%s [Symmetric]: %ld Bytes -> Kernel %s nchannels %d nthreads %d[ nWorks %d]"
 //   (algo "Symmetric", kernel set, proto empty).
@@ -82,6 +83,9 @@ struct TunedCall {
 struct Run {
   std::string source;
   int first_line = 0;  // the line that opened it (version, nThread, rank or table header)
+  // From test_name; a log without one (nccl-tests before 2.17 prints none) is told by its table
+  // where it can be: a reduction whose busbw is algbw x 2(n-1)/n is an all-reduce, x (n-1)/n a
+  // reduce-scatter; all_gather and alltoall print the same factor and no redop: kOther.
   Test test = Test::kOther;
   std::string test_name;     // "all_reduce_perf" where the log says it (header or command line)
   std::string nccl_version;  // "2.18.3"; empty if the log does not say
