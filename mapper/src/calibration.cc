@@ -10,15 +10,19 @@
 namespace topoaware::mapper {
 namespace {
 
+// Names compare case-insensitive and without underscores: NCCL's logs spell "NVLS_TREE" and
+// "RING" (2.24+ ncclAlgoToString), its tables "NVLSTree" and "Ring".
 bool same_name(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
+  std::size_t i = 0, j = 0;
+  for (;; ++i, ++j) {
+    while (i < a.size() && a[i] == '_') ++i;
+    while (j < b.size() && b[j] == '_') ++j;
+    if (i == a.size() || j == b.size()) return i == a.size() && j == b.size();
     if (std::tolower(static_cast<unsigned char>(a[i])) !=
-        std::tolower(static_cast<unsigned char>(b[i]))) {
+        std::tolower(static_cast<unsigned char>(b[j]))) {
       return false;
     }
   }
-  return true;
 }
 
 }  // namespace

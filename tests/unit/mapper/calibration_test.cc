@@ -44,6 +44,10 @@ TEST(CalibrationTest, NamesAndTiersReadBack) {
   }
   EXPECT_EQ(calibration_class("ring"), static_cast<int>(nccl::Algo::kRing));
   EXPECT_EQ(calibration_class("nvlstree"), static_cast<int>(nccl::Algo::kNvlsTree));
+  EXPECT_EQ(calibration_class("NVLS_TREE"), static_cast<int>(nccl::Algo::kNvlsTree));
+  EXPECT_EQ(calibration_class("COLLNET_DIRECT"), static_cast<int>(nccl::Algo::kCollNetDirect));
+  EXPECT_EQ(calibration_class("RING_"), static_cast<int>(nccl::Algo::kRing));
+  EXPECT_EQ(calibration_class("RIN"), -1);
   EXPECT_EQ(calibration_class("P2P"), static_cast<int>(kP2pClass));
   EXPECT_EQ(calibration_class("Butterfly"), -1);
   Tier t = Tier::kNvlink;
