@@ -90,6 +90,16 @@ TEST(CalibrateCliTest, MapCalibrationChangesTheFiguresAsWorkedByHand) {
       nlohmann::json::parse(other.out)["cost"]["block_detail"]["raw_seconds"].get<double>(),
       p["raw_seconds"].get<double>());
 
+  // inspect replays the plan with the calibration its inputs name.
+  const std::string plan = topoaware::test::scratch("calibrated-plan.json");
+  ASSERT_EQ(cli(base + " --calibration " + file + " -o " + plan).rc, 0);
+  CliRun ins = cli("inspect " + plan + " --of json");
+  ASSERT_EQ(ins.rc, 0) << ins.err;
+  const auto ij = nlohmann::json::parse(ins.out);
+  EXPECT_DOUBLE_EQ(ij["plan"]["seconds"].get<double>(), cj["cost"]["plan"].get<double>());
+  EXPECT_NE(ij["assumptions"].dump().find("model corrected by"), std::string::npos)
+      << ij["assumptions"].dump();
+
   // A broken calibration file is refused naming its line, as bad input (exit 1).
   const std::string bad =
       write_scratch("bad.toml", "format = 1\n[[entry]]\nalgorithm = \"Ring\"\ntier = \"rack\"\n"
