@@ -64,5 +64,6 @@ void add_map(CLI::App& app, Common& common);
 void add_inspect(CLI::App& app, Common& common);
 void add_doctor(CLI::App& app, Common& common);
 void add_nccl_check(CLI::App& app, Common& common);
+void add_shadow_report(CLI::App& app, Common& common);
 
 }  // namespace topoaware::cli

@@ -63,6 +63,7 @@ int main(int argc, char** argv) {
   cli::add_inspect(app, common);
   cli::add_doctor(app, common);
   cli::add_nccl_check(app, common);
+  cli::add_shadow_report(app, common);
 
   try {
     app.parse(argc, argv);
