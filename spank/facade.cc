@@ -41,8 +41,8 @@ struct State {
   bool config_ok = false;
   std::string config_error;
   bool fail_closed = false;
-  bool shadow = false;      // mode = "shadow", from the configuration or the plugstack line alone
-  std::string shadow_log;   // the same for shadow_log
+  bool shadow = false;     // mode = "shadow", from the configuration or the plugstack line alone
+  std::string shadow_log;  // the same for shadow_log
   bool active = false;
   std::string spec;
   std::string digest;  // srun: what it hands the nodes (digest or verdict), or empty
@@ -186,9 +186,8 @@ namespace {
 
 // srun's check before launch (ta_local_check), for `spec`; `shadow` plans the step also where the
 // allocation is not judged. Keeps the digest and health text for the nodes in `s`.
-int local_check(State& s, const ta_local* step, const std::string& spec,
-                const spank::LineSink& out, bool shadow, spank::SrunVerdict* verdict, char* err,
-                size_t errlen) {
+int local_check(State& s, const ta_local* step, const std::string& spec, const spank::LineSink& out,
+                bool shadow, spank::SrunVerdict* verdict, char* err, size_t errlen) {
   s.digest.clear();
   s.health.clear();
   spank::SrunStep srun;
@@ -279,14 +278,11 @@ int ta_shadow_for(const char* spec) {
   }
 }
 
-void ta_local_shadow(const struct ta_local* step, const char* failure, ta_line_fn out,
-                     void* arg) {
+void ta_local_shadow(const struct ta_local* step, const char* failure, ta_line_fn out, void* arg) {
   State& s = ensure_config();
   try {
     // Every line the check says goes to srun -v only: a shadow step's output is the job's own.
-    const spank::LineSink quiet = [&](int, const std::string& line) {
-      out(arg, 1, line.c_str());
-    };
+    const spank::LineSink quiet = [&](int, const std::string& line) { out(arg, 1, line.c_str()); };
     const std::string spec = mapper::without_shadow(s.spec);
     spank::SrunVerdict verdict;
     char err[1024] = "";

@@ -36,8 +36,8 @@ std::string user_name() {
 std::string append_line(const std::string& path, const std::string& line) {
   // No O_CREAT: the admin creates the log (and says who may append to it). O_NONBLOCK: a FIFO
   // put there must not hang srun; O_NOFOLLOW: a link is not the admin's file.
-  const int fd = ::open(path.c_str(),
-                        O_WRONLY | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  const int fd =
+      ::open(path.c_str(), O_WRONLY | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
   if (fd < 0) return path + ": " + std::strerror(errno);
   std::string why;
   struct stat st {};

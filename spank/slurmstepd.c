@@ -204,7 +204,8 @@ int ta_stepd_user_init(spank_t sp) {
     if (got < 0 || (got > 0 && ta_set_spec(spec, err, sizeof err) != 0)) {
       /* srun decided the step runs unmodified (a shadow step, whose SPEC srun reported): no
        * word of a SPEC it did not plan. */
-      if (step_env(sp, TA_DIGEST_ENV, digest, sizeof digest) == 1 && ta_unmodified_verdict(digest)) {
+      if (step_env(sp, TA_DIGEST_ENV, digest, sizeof digest) == 1 &&
+          ta_unmodified_verdict(digest)) {
         ta_ctx.skip = 1;
         ta_ctx.unmodified = 1;
         return 0;

@@ -127,8 +127,8 @@ SrunVerdict check_on_srun(const launch::Config& config, const std::vector<std::s
   verdict.spread = spread_text(allocation_spread(fabric, hosts));
   if (judge) {
     bool spread = false;
-    std::string line =
-        "topo-aware: job " + std::to_string(step.job_id) + ": " + judge_line(fabric, hosts, &spread);
+    std::string line = "topo-aware: job " + std::to_string(step.job_id) + ": " +
+                       judge_line(fabric, hosts, &spread);
     if (spread) line += "; more spread than the fabric allows";
     out(spread ? 3 : 0, line);
   }

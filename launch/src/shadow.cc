@@ -107,14 +107,14 @@ double saving_percent(double plan_seconds, double block_seconds) {
 std::string format_shadow_line(const ShadowRecord& r) {
   char saving[64] = "-";
   if (r.saving_pct) std::snprintf(saving, sizeof saving, "%.1f%%", *r.saving_pct);
-  std::string line = r.time + " topo-aware shadow job=" + std::to_string(r.job) +
-                     " step=" + std::to_string(r.step) + " user=" + value_text(r.user, false) +
-                     " hosts=" + std::to_string(r.hosts) + " tasks=" + std::to_string(r.tasks) +
-                     " layout=" + value_text(cut(r.layout.empty() ? "dp" : r.layout, kMaxLayout),
-                                             false) +
-                     " plan_ms=" + ms_text(r.plan_ms) + " block_ms=" + ms_text(r.block_ms) +
-                     " saving=" + saving + " spread=" + value_text(r.spread, false) +
-                     " digest=" + value_text(r.digest, false) + " verdict=" + to_string(r.verdict);
+  std::string line =
+      r.time + " topo-aware shadow job=" + std::to_string(r.job) +
+      " step=" + std::to_string(r.step) + " user=" + value_text(r.user, false) +
+      " hosts=" + std::to_string(r.hosts) + " tasks=" + std::to_string(r.tasks) +
+      " layout=" + value_text(cut(r.layout.empty() ? "dp" : r.layout, kMaxLayout), false) +
+      " plan_ms=" + ms_text(r.plan_ms) + " block_ms=" + ms_text(r.block_ms) + " saving=" + saving +
+      " spread=" + value_text(r.spread, false) + " digest=" + value_text(r.digest, false) +
+      " verdict=" + to_string(r.verdict);
   if (r.verdict != ShadowVerdict::kWouldApply || !r.reason.empty()) {
     line += " reason=" + value_text(cut(r.reason, kMaxReason), true);
   }

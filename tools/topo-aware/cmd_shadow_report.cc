@@ -2,8 +2,6 @@
 // says about turning topo-aware on: how many steps, what apply mode would have done with them,
 // the predicted savings' distribution, and the refusals by reason. It reads the lines srun wrote
 // (launch/shadow.h, the one reader of the format).
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -12,6 +10,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <utility>
@@ -35,8 +34,9 @@ struct Bucket {
 };
 const std::vector<Bucket>& buckets() {
   static const std::vector<Bucket> b = {
-      {std::nullopt, 0, "< 0%"}, {0, 5, "0-5%"},   {5, 10, "5-10%"},           {10, 20, "10-20%"},
-      {20, 30, "20-30%"},        {30, 50, "30-50%"}, {50, std::nullopt, ">= 50%"}};
+      {std::nullopt, 0, "< 0%"},   {0, 5, "0-5%"},     {5, 10, "5-10%"},
+      {10, 20, "10-20%"},          {20, 30, "20-30%"}, {30, 50, "30-50%"},
+      {50, std::nullopt, ">= 50%"}};
   return b;
 }
 
@@ -49,7 +49,8 @@ struct Report {
 
 // Nearest rank: the smallest value with at least p% of the values at or below it.
 double percentile(const std::vector<double>& sorted, double p) {
-  const auto rank = static_cast<std::size_t>(std::ceil(p / 100 * static_cast<double>(sorted.size())));
+  const auto rank =
+      static_cast<std::size_t>(std::ceil(p / 100 * static_cast<double>(sorted.size())));
   return sorted[std::min(sorted.size(), std::max<std::size_t>(rank, 1)) - 1];
 }
 
@@ -62,7 +63,8 @@ bool over_spread(const std::string& spread) {
     const std::size_t colon = item.find(':'), slash = item.find('/');
     if (colon != std::string::npos && slash != std::string::npos && slash > colon) {
       try {
-        if (std::stoul(item.substr(colon + 1, slash - colon - 1)) > std::stoul(item.substr(slash + 1))) {
+        if (std::stoul(item.substr(colon + 1, slash - colon - 1)) >
+            std::stoul(item.substr(slash + 1))) {
           return true;
         }
       } catch (const std::exception&) {
@@ -163,14 +165,16 @@ Summary summarize(const Report& report) {
 std::vector<std::pair<std::string, std::size_t>> by_count(
     const std::map<std::string, std::size_t>& reasons) {
   std::vector<std::pair<std::string, std::size_t>> v(reasons.begin(), reasons.end());
-  std::stable_sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::stable_sort(v.begin(), v.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
   return v;
 }
 
 std::string to_text(const Report& report, const Summary& s) {
   std::string out = "topo-aware shadow report: " + std::to_string(report.steps.size()) + " steps";
   if (!report.steps.empty()) out += " from " + s.first + " to " + s.last;
-  out += " (" + std::to_string(report.logs.size()) + (report.logs.size() == 1 ? " log" : " logs") + ")\n";
+  out += " (" + std::to_string(report.logs.size()) + (report.logs.size() == 1 ? " log" : " logs") +
+         ")\n";
   std::vector<std::vector<std::string>> rows = {{"verdict", "steps"}};
   for (const auto& [v, n] : s.verdicts) rows.push_back({launch::to_string(v), std::to_string(n)});
   out += text_table(rows);
@@ -200,7 +204,7 @@ std::string to_text(const Report& report, const Summary& s) {
   }
   for (const auto& [title, reasons] :
        {std::pair<std::string, const std::map<std::string, std::size_t>*>{"would refuse",
-                                                                         &s.refusals},
+                                                                          &s.refusals},
         {"errors (fail-open would run them unmodified)", &s.errors}}) {
     if (reasons->empty()) continue;
     out += title + ", by reason:\n";
@@ -216,8 +220,8 @@ std::string to_text(const Report& report, const Summary& s) {
     }
   }
   if (report.skipped > 0) {
-    out += "skipped " + std::to_string(report.skipped) + " malformed lines (--lenient); first: " +
-           report.first_skipped + "\n";
+    out += "skipped " + std::to_string(report.skipped) +
+           " malformed lines (--lenient); first: " + report.first_skipped + "\n";
   }
   return out;
 }
@@ -247,9 +251,9 @@ std::string to_json(const Report& report, const Summary& s) {
     h["steps"] = s.histogram[b];
     saving["histogram"].push_back(h);
   }
-  for (const auto& [key, reasons] : {std::pair<const char*, const std::map<std::string, std::size_t>*>{
-                                         "refusals", &s.refusals},
-                                     {"errors", &s.errors}}) {
+  for (const auto& [key, reasons] :
+       {std::pair<const char*, const std::map<std::string, std::size_t>*>{"refusals", &s.refusals},
+        {"errors", &s.errors}}) {
     j[key] = nlohmann::ordered_json::array();
     for (const auto& [reason, n] : by_count(*reasons)) {
       j[key].push_back({{"reason", reason}, {"steps", n}});
@@ -268,15 +272,16 @@ void add_shadow_report(CLI::App& app, Common&) {
     bool lenient = false;
   };
   auto opt = std::make_shared<Options>();
-  auto* sub = app.add_subcommand(
-      "shadow-report", "Summarize shadow-mode logs: steps, predicted savings, refusals");
+  auto* sub = app.add_subcommand("shadow-report",
+                                 "Summarize shadow-mode logs: steps, predicted savings, refusals");
   sub->footer(
       "Reads the lines srun wrote in shadow mode (the plugin's shadow_log; docs/spank.md,\n"
       "\"Shadow mode\") and summarizes the period they cover: steps per verdict (would-apply,\n"
       "would-refuse, error), the predicted saving over Slurm's order of the steps srun planned\n"
       "(min, median, p90, max: nearest rank; and a histogram), and the refusals and errors by\n"
       "reason. A malformed line is refused (exit 1) naming file:line; --lenient skips and counts\n"
-      "it instead (a log an interrupted srun or another tool wrote into). Blank lines are ignored.\n"
+      "it instead (a log an interrupted srun or another tool wrote into). Blank lines are "
+      "ignored.\n"
       "Exit codes: 0 ok, 1 bad input, 2 usage.");
   sub->add_option("LOG", opt->logs, "Shadow logs (several: one period split over rotated files)")
       ->required();

@@ -76,7 +76,8 @@ TEST(Config, PlugstackOverridesWinOverTheFile) {
 TEST(Config, ShadowModeAndItsLog) {
   EXPECT_EQ(parse_plugstack({}).mode, Mode::kApply);
   EXPECT_EQ(parse_plugstack({}).shadow_log, "");
-  std::string path = write_temp("shadow.toml", "mode = \"shadow\"\nshadow_log = \"/var/log/ta.log\"\n");
+  std::string path =
+      write_temp("shadow.toml", "mode = \"shadow\"\nshadow_log = \"/var/log/ta.log\"\n");
   Config c = parse_plugstack({"config=" + path});
   EXPECT_EQ(c.mode, Mode::kShadow);
   EXPECT_EQ(c.shadow_log, "/var/log/ta.log");

@@ -122,7 +122,8 @@ TEST(ShadowLine, MalformedLinesNameWhere) {
   EXPECT_EQ(error_of(good + " reason=\"open"), "log:7: reason: unterminated quoted value");
   EXPECT_EQ(error_of(good + " job=5"), "log:7: job given twice");
   EXPECT_EQ(error_of(good + " stray"), "log:7: expected key=value, found 'stray'");
-  EXPECT_EQ(error_of(good.substr(0, 25)), "log:7: not a shadow line: expected 'topo-aware shadow' after the time");
+  EXPECT_EQ(error_of(good.substr(0, 25)),
+            "log:7: not a shadow line: expected 'topo-aware shadow' after the time");
 }
 
 TEST(ShadowLine, SavingIsAgainstSlurmsOrder) {
