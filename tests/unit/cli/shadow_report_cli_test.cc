@@ -52,6 +52,20 @@ TEST(ShadowReportCli, JsonCarriesTheFigures) {
   EXPECT_EQ(j["skipped"], 0);
 }
 
+// The log tests/e2e/shadow.sh left on the real-Slurm lab: what srun wrote, read whole.
+TEST(ShadowReportCli, ReadsWhatSrunWroteInTheLab) {
+  CliRun r = cli("shadow-report --of json shadow/lab.log");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["steps"], 16);
+  EXPECT_EQ(j["verdicts"]["would-apply"], 12);
+  EXPECT_EQ(j["verdicts"]["would-refuse"], 3);
+  EXPECT_EQ(j["verdicts"]["error"], 1);
+  EXPECT_EQ(j["saving"]["steps"], 12);
+  EXPECT_DOUBLE_EQ(j["saving"]["min"].get<double>(), 0.0);
+  EXPECT_DOUBLE_EQ(j["saving"]["max"].get<double>(), 78.1);  // the fabric cabled across names
+}
+
 TEST(ShadowReportCli, SeveralLogsAreOnePeriod) {
   CliRun r = cli("shadow-report --of json shadow/period.log shadow/period.log");
   ASSERT_EQ(r.rc, 0) << r.err;
