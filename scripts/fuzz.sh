@@ -75,7 +75,7 @@ for h in 'node[001-003,7]' 'gpu[1-2]-ib[0-1]' 'n[1-3' 'dgx[005,007,011,030-031]'
   printf '%s' "$h" > "$build/corpus/hostlist/doc$((i++))"; done
 # Plugstack lines as etc/plugstack.conf.example writes them, one argument a line.
 grep -hv '^#' etc/plugstack.conf.example | tr ' ' '\n' | grep '=' > "$build/corpus/plugstack/example" || true
-printf 'policy=fail-closed\njob_dir=/tmp/x\ngpu_binding=one-gpu\nbind_cpus=false\n' > "$build/corpus/plugstack/keys"
+printf 'policy=fail-closed\njob_dir=/tmp/x\ngpu_binding=one-gpu\nbind_cpus=false\nmode=shadow\nshadow_log=/tmp/s.log\n' > "$build/corpus/plugstack/keys"
 # Layout specs (first byte: the world size) from docs/mapper.md's grammar, and a job file.
 i=0
 for s in 'tp=8,pp=4' 'tp=8,cp=2,ep=4,dp=auto,pp=4,order=tp-cp-ep-dp-pp' 'tp=4,dp=auto' 'pp=2,tp=2:ring'; do
