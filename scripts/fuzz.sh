@@ -30,7 +30,7 @@ if [ ! -f "$build/build.ninja" ]; then
     -DTOPOAWARE_BUILD_TESTS=OFF -DTOPOAWARE_BUILD_SPANK=OFF -DTOPOAWARE_BUILD_BENCH=OFF >/dev/null
 fi
 targets=(input_format nccl_xml hwloc_xml ibnetdiscover slurm_topology fabric_toml fabric_json
-         hostlist plugin_config plugstack layout_spec job_toml)
+         hostlist plugin_config plugstack shadow_line layout_spec job_toml)
 [ $# -gt 0 ] && targets=("$@")
 for skip in ${FUZZ_SKIP:-}; do
   for i in "${!targets[@]}"; do [ "${targets[$i]}" = "$skip" ] && unset 'targets[i]'; done
@@ -52,6 +52,7 @@ seed ibnetdiscover "$fx"/ibnetdiscover/*.txt "$shared"/fixtures/ibnetdiscover/*.
 seed slurm_topology "$fx"/slurm-topology/*.conf "$shared"/fixtures/slurm-topology/*.conf
 seed fabric_toml etc/cluster-*.toml etc/lab-cluster.toml
 seed plugin_config etc/topo-aware.toml
+seed shadow_line "$fx"/shadow/*.log
 seed input_format "$fx"/slurm-topology/*.conf "$fx"/ibnetdiscover/*.txt "$fx"/nccl-topo/aws-*.xml \
   etc/lab-cluster.toml "$shared"/fixtures/nvidia-smi-topo/*.txt "$shared"/fixtures/slurm-topology/*.yaml
 mkdir -p "$build/corpus/fabric_json" "$build/corpus/hostlist" "$build/corpus/plugstack" \
@@ -74,7 +75,7 @@ for h in 'node[001-003,7]' 'gpu[1-2]-ib[0-1]' 'n[1-3' 'dgx[005,007,011,030-031]'
   printf '%s' "$h" > "$build/corpus/hostlist/doc$((i++))"; done
 # Plugstack lines as etc/plugstack.conf.example writes them, one argument a line.
 grep -hv '^#' etc/plugstack.conf.example | tr ' ' '\n' | grep '=' > "$build/corpus/plugstack/example" || true
-printf 'policy=fail-closed\njob_dir=/tmp/x\ngpu_binding=one-gpu\nbind_cpus=false\n' > "$build/corpus/plugstack/keys"
+printf 'policy=fail-closed\njob_dir=/tmp/x\ngpu_binding=one-gpu\nbind_cpus=false\nmode=shadow\nshadow_log=/tmp/s.log\n' > "$build/corpus/plugstack/keys"
 # Layout specs (first byte: the world size) from docs/mapper.md's grammar, and a job file.
 i=0
 for s in 'tp=8,pp=4' 'tp=8,cp=2,ep=4,dp=auto,pp=4,order=tp-cp-ep-dp-pp' 'tp=4,dp=auto' 'pp=2,tp=2:ring'; do

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # valgrind memcheck over what runs inside slurmstepd and what reads users' files: the plugin's
 # facade and launch-style tests (the same C++ the plugin runs), and the topo-aware CLI over every
-# fixture the project has (node captures, fabric dumps, Slurm topology files) and a map/inspect
-# round trip. Any error or definite leak fails (exit 1) and names the run.
+# fixture the project has (node captures, fabric dumps, Slurm topology files, shadow logs) and a
+# map/inspect round trip. Any error or definite leak fails (exit 1) and names the run.
 # Usage: scripts/valgrind.sh [BUILD_DIR]   (a release build: build/release by default)
 set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -38,6 +38,9 @@ run "map (lab cluster, json)" "$cli" map --fabric "$here/etc/lab-cluster.toml" -
 run "inspect --svg" "$cli" inspect "$out/plan.json" --svg "$out/plan.svg"
 run "map per-node launcher" "$cli" map --fabric "$here/tests/e2e/lab-crossed.toml" \
   --nodes 'node[1-4]' --launcher per-node --layout tp=8 --of env
+for f in "$fx"/shadow/*.log; do
+  run "shadow-report --lenient ${f#$fx/}" "$cli" shadow-report --lenient --of json "$f"
+done
 run "spank facade and launch-style tests" "$build/tests/spank/spank_facade_test"
 echo "valgrind: $runs runs, $failed failed"
 [ $failed -eq 0 ]

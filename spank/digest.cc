@@ -88,6 +88,16 @@ constexpr const char* kUnmodified = "unmodified";
 
 }  // namespace
 
+std::string inputs_hash(const Digest& digest) {
+  Hash h;
+  for (const auto& part : kParts) {
+    if (part.field == &Digest::gpus || part.field == &Digest::port) continue;
+    h.add(part.name);
+    h.add(digest.*part.field);
+  }
+  return h.hex();
+}
+
 bool uses_live(const Config& config, const topology::Fabric& fabric,
                const std::vector<std::string>& hosts) {
   for (const auto& host : hosts) {

@@ -65,6 +65,10 @@ bool uses_live(const Config& config, const topology::Fabric& fabric,
 std::string encode_gpus(const std::vector<std::string>& hosts, const std::vector<int>& gpus);
 std::map<std::string, int> decode_gpus(const std::string& text);
 
+// One hash of the hashed parts (build to spec, not the per-step gpus and port): steps planned from
+// the same inputs share it. The shadow line's digest= (16 hex digits).
+std::string inputs_hash(const Digest& digest);
+
 // "v2 build=0123abcd... config=... ... gpus=8:node[1-4] port=20123", or "v2 unmodified".
 std::string encode(const Digest& digest);
 // Throws topology::Error naming SLURM_TOPO_AWARE_DIGEST when `text` is not encode()'s (another

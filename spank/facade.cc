@@ -18,10 +18,13 @@
 #include "job_dir.h"
 #include "network.h"
 #include "node_prepare.h"
+#include "shadow_log.h"
 #include "srun_check.h"
 #include "step.h"
 #include "topoaware/launch/config.h"
 #include "topoaware/launch/request.h"
+#include "topoaware/launch/shadow.h"
+#include "topoaware/mapper/launch.h"
 #include "topoaware/topology/error.h"
 
 namespace {
@@ -38,6 +41,8 @@ struct State {
   bool config_ok = false;
   std::string config_error;
   bool fail_closed = false;
+  bool shadow = false;     // mode = "shadow", from the configuration or the plugstack line alone
+  std::string shadow_log;  // the same for shadow_log
   bool active = false;
   std::string spec;
   std::string digest;  // srun: what it hands the nodes (digest or verdict), or empty
@@ -59,13 +64,21 @@ State& ensure_config() {
   s.parsed = true;
   // The policy is read from the plugstack line on its own first, so a broken file still fails the
   // way the admin asked.
+  // So are shadow mode and its log: a shadow period must not start failing steps because the file
+  // broke.
   s.fail_closed = false;
+  s.shadow = false;
+  s.shadow_log.clear();
   for (const auto& a : s.args) {
     if (a == "policy=fail-closed") s.fail_closed = true;
+    if (a == "mode=shadow") s.shadow = true;
+    if (a.rfind("shadow_log=/", 0) == 0) s.shadow_log = a.substr(11);
   }
   try {
     s.config = launch::parse_plugstack(s.args);
     s.fail_closed = s.config.policy == launch::Policy::kFailClosed;
+    s.shadow = s.config.mode == launch::Mode::kShadow;
+    s.shadow_log = s.config.shadow_log;
     s.config_ok = true;
   } catch (const std::exception& e) {
     s.config_ok = false;
@@ -167,9 +180,14 @@ const char* const* ta_exported_names(void) {
   return names.data();
 }
 
-int ta_local_check(const struct ta_local* step, ta_line_fn out, void* arg, char* err,
-                   size_t errlen) {
-  State& s = ensure_config();
+}  // extern "C"
+
+namespace {
+
+// srun's check before launch (ta_local_check), for `spec`; `shadow` plans the step also where the
+// allocation is not judged. Keeps the digest and health text for the nodes in `s`.
+int local_check(State& s, const ta_local* step, const std::string& spec, const spank::LineSink& out,
+                bool shadow, spank::SrunVerdict* verdict, char* err, size_t errlen) {
   s.digest.clear();
   s.health.clear();
   spank::SrunStep srun;
@@ -184,7 +202,7 @@ int ta_local_check(const struct ta_local* step, ta_line_fn out, void* arg, char*
     srun.hostfile = step->hostfile != nullptr && *step->hostfile != '\0' ? step->hostfile : nullptr;
     // What the SPEC asks that cannot be honoured is the user's error whatever the policy; most of
     // it is known before the configuration is read.
-    spank::check_request(s.config_ok ? &s.config : nullptr, s.spec, srun);
+    spank::check_request(s.config_ok ? &s.config : nullptr, spec, srun);
     return TA_OK;
   });
   if (rc != TA_OK) return rc;
@@ -194,18 +212,108 @@ int ta_local_check(const struct ta_local* step, ta_line_fn out, void* arg, char*
     return TA_EFAIL;
   }
   return guarded(err, errlen, [&] {
-    spank::SrunVerdict verdict = spank::check_on_srun(
-        s.config, s.args, s.spec, srun,
-        [&](int level, const std::string& line) { out(arg, level, line.c_str()); });
-    if (verdict.digest.size() >= TA_DIGEST_MAX) {
+    *verdict = spank::check_on_srun(s.config, s.args, spec, srun, out, shadow);
+    if (verdict->digest.size() >= TA_DIGEST_MAX) {
       throw topology::Error(topology::ErrorCode::kLimit, TA_DIGEST_ENV,
-                            std::to_string(verdict.digest.size()) + " bytes, over " +
+                            std::to_string(verdict->digest.size()) + " bytes, over " +
                                 std::to_string(TA_DIGEST_MAX - 1));
     }
-    s.digest = std::move(verdict.digest);
-    s.health = std::move(verdict.health);
+    s.digest = verdict->digest;
+    s.health = verdict->health;
     return TA_OK;
   });
+}
+
+// The shadow line of a step, from what the check found.
+launch::ShadowRecord shadow_record(const State& s, const ta_local* step, const std::string& spec,
+                                   int rc, const std::string& err,
+                                   const spank::SrunVerdict& verdict) {
+  launch::ShadowRecord r;
+  r.time = spank::utc_now();
+  r.job = step->job_id;
+  r.step = step->step_id;
+  r.user = spank::user_name();
+  r.hosts = step->nnodes;
+  r.tasks = step->ntasks;
+  r.layout = spec;
+  r.spread = verdict.spread.empty() ? "-" : verdict.spread;
+  r.digest = verdict.inputs.empty() ? "-" : verdict.inputs;
+  if (rc == TA_OK) {
+    r.verdict = launch::ShadowVerdict::kWouldApply;
+    if (verdict.plan_seconds && verdict.block_seconds) {
+      r.plan_ms = *verdict.plan_seconds * 1e3;
+      r.block_ms = *verdict.block_seconds * 1e3;
+      r.saving_pct = launch::saving_percent(*verdict.plan_seconds, *verdict.block_seconds);
+    } else {
+      r.reason = verdict.no_plan;
+    }
+  } else {
+    // What apply mode would have done: refuse a request no launch can honour, stop a failure
+    // under fail-closed, run the step unmodified under fail-open.
+    r.verdict = rc == TA_EREQUEST || s.fail_closed ? launch::ShadowVerdict::kWouldRefuse
+                                                   : launch::ShadowVerdict::kError;
+    r.reason = err;
+  }
+  return r;
+}
+
+}  // namespace
+
+extern "C" {
+
+int ta_local_check(const struct ta_local* step, ta_line_fn out, void* arg, char* err,
+                   size_t errlen) {
+  State& s = ensure_config();
+  spank::SrunVerdict verdict;
+  return local_check(
+      s, step, s.spec, [&](int level, const std::string& line) { out(arg, level, line.c_str()); },
+      false, &verdict, err, errlen);
+}
+
+int ta_shadow_for(const char* spec) {
+  try {
+    return ensure_config().shadow || (spec != nullptr && mapper::asks_shadow(spec)) ? 1 : 0;
+  } catch (...) {
+    return 0;
+  }
+}
+
+void ta_local_shadow(const struct ta_local* step, const char* failure, ta_line_fn out, void* arg) {
+  State& s = ensure_config();
+  try {
+    // Every line the check says goes to srun -v only: a shadow step's output is the job's own.
+    const spank::LineSink quiet = [&](int, const std::string& line) { out(arg, 1, line.c_str()); };
+    const std::string spec = mapper::without_shadow(s.spec);
+    spank::SrunVerdict verdict;
+    char err[1024] = "";
+    int rc = TA_EFAIL;
+    if (failure != nullptr) {
+      copy_err(err, sizeof err, failure);
+    } else {
+      rc = local_check(s, step, spec, quiet, true, &verdict, err, sizeof err);
+    }
+    const std::string line =
+        launch::format_shadow_line(shadow_record(s, step, spec, rc, err, verdict));
+    out(arg, 1, line.c_str());
+    if (!s.shadow_log.empty()) {
+      const std::string why = spank::append_line(s.shadow_log, line);
+      if (!why.empty()) out(arg, 1, ("topo-aware: shadow_log " + why).c_str());
+    }
+  } catch (const std::exception& e) {
+    out(arg, 1, (std::string("topo-aware: shadow: ") + e.what()).c_str());
+  } catch (...) {
+  }
+  // The nodes get the verdict that the step runs unmodified, whatever the check found.
+  s.digest.clear();
+  s.health.clear();
+}
+
+int ta_unmodified_verdict(const char* digest) {
+  try {
+    return digest != nullptr && digest == spank::unmodified_digest() ? 1 : 0;
+  } catch (...) {
+    return 0;
+  }
 }
 
 const char* ta_local_digest(void) {

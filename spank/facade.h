@@ -107,6 +107,19 @@ struct ta_local {
  * reason; the shell applies the policy. */
 int ta_local_check(const struct ta_local *step, ta_line_fn out, void *arg, char *err,
                    size_t errlen);
+/* Shadow mode (docs/spank.md): 1 when the configuration says mode = "shadow" (also when only the
+ * plugstack line does, the file being broken) or `spec` carries the word `shadow` (NULL: the
+ * configuration alone). A shadow step is planned by srun and reported, and runs unmodified. */
+int ta_shadow_for(const char *spec);
+/* srun, before launch, for a shadow step instead of ta_local_check: the same check and plan
+ * (every line at level 1), then one shadow line at level 1 and appended to shadow_log. Never
+ * fails: `failure` (or NULL) is what the shell could not learn about the step, written as the
+ * line's reason. Afterwards ta_local_digest() is the verdict that every node runs the step
+ * unmodified. */
+void ta_local_shadow(const struct ta_local *step, const char *failure, ta_line_fn out, void *arg);
+/* 1 when `digest` (a node's TA_DIGEST_ENV) is srun's verdict that the step runs unmodified. */
+int ta_unmodified_verdict(const char *digest);
+
 /* What srun hands the nodes as TA_DIGEST_ENV: the digest of the inputs ta_local_check read, or,
  * until it succeeded, the verdict that every node runs the step unmodified. */
 const char *ta_local_digest(void);

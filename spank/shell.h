@@ -70,6 +70,8 @@ struct ta_context {
   /* slurmstepd */
   int skip;   /* 1: a step topo-aware leaves alone (batch, extern, option absent,
                * srun's verdict), 0: topo-aware's */
+  int unmodified; /* 1: srun's verdict is that the step runs unmodified (its tasks do not get
+                   * that verdict either) */
   int failed; /* user_init's failure kind (TA_E*), 0: none; task_init acts on it */
   uint32_t job_id, step_id, node_id;
   char host[256]; /* this node's name, for messages */

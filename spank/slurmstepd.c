@@ -31,7 +31,11 @@ int ta_stepd_init_post_opt(spank_t sp) {
    * that asks for topo-aware, so others do not even read the configuration. */
   char probe[8];
   spank_err_t e = spank_getenv(sp, "TOPO_AWARE", probe, sizeof probe);
-  if (ta_active() || e == ESPANK_SUCCESS || e == ESPANK_NOSPACE) ta_prepare_job_dir_base();
+  /* A shadow step leaves the node as it is. */
+  if ((ta_active() || e == ESPANK_SUCCESS || e == ESPANK_NOSPACE) &&
+      !ta_shadow_for(ta_active() ? ta_spec() : NULL)) {
+    ta_prepare_job_dir_base();
+  }
   return 0;
 }
 
@@ -198,6 +202,14 @@ int ta_stepd_user_init(spank_t sp) {
       snprintf(err, sizeof err, "TOPO_AWARE: longer than %d characters", TA_SPEC_MAX - 1);
     }
     if (got < 0 || (got > 0 && ta_set_spec(spec, err, sizeof err) != 0)) {
+      /* srun decided the step runs unmodified (a shadow step, whose SPEC srun reported): no
+       * word of a SPEC it did not plan. */
+      if (step_env(sp, TA_DIGEST_ENV, digest, sizeof digest) == 1 &&
+          ta_unmodified_verdict(digest)) {
+        ta_ctx.skip = 1;
+        ta_ctx.unmodified = 1;
+        return 0;
+      }
       ta_ctx.skip = 0;
       remember_failure(err, TA_EFAIL);
       report();
@@ -262,8 +274,10 @@ int ta_stepd_user_init(spank_t sp) {
   free(user_env);
   free(local_global);
   if (rc == TA_UNMODIFIED) {
-    /* srun could not plan the step and told the user so; every node leaves it alone. */
+    /* srun could not plan the step and told the user so, or it is a shadow step: every node
+     * leaves it alone. */
     ta_ctx.skip = 1;
+    ta_ctx.unmodified = 1;
     slurm_info("topo-aware: step %u.%u runs unmodified, as srun decided", ta_ctx.job_id,
                ta_ctx.step_id);
     return 0;
@@ -299,6 +313,8 @@ int ta_stepd_task_init(spank_t sp) {
   char bind[64], cvd[1024];
   uint32_t task = 0;
   int slurm_bound, local = -1;
+  /* A step left unmodified runs as Slurm launched it: srun's verdict is not the task's either. */
+  if (ta_ctx.unmodified) spank_unsetenv(sp, TA_DIGEST_ENV);
   if (ta_ctx.skip != 0) return 0;
   spank_get_item(sp, S_TASK_ID, &local);
   if (ta_ctx.kill_pending && local == 0) kill_step();

@@ -31,6 +31,12 @@ int ta_srun_option(const char *optarg) {
   ta_ctx.spec_origin =
       env != NULL && optarg != NULL && strcmp(env, optarg) == 0 ? "TOPO_AWARE" : "--topo-aware";
   if (ta_set_spec(optarg, err, sizeof err) != 0) {
+    /* A shadow step never fails: srun reports the SPEC's problem in its shadow line. */
+    if (ta_shadow_for(optarg)) {
+      ta_keep_spec(optarg);
+      ta_ctx.option_invalid = 0;
+      return 0;
+    }
     slurm_error("topo-aware: invalid --topo-aware=%s: %s", ta_spec_for_message(optarg), err);
     ta_ctx.option_invalid = 1;
     return 0;
@@ -62,6 +68,11 @@ static int env_fallback(void) {
   const char *spec = getenv("TOPO_AWARE");
   if (ta_active() || spec == NULL) return 0;
   if (ta_set_spec(spec, err, sizeof err) != 0) {
+    if (ta_shadow_for(spec)) { /* as in ta_srun_option */
+      ta_keep_spec(spec);
+      ta_ctx.spec_origin = "TOPO_AWARE";
+      return 0;
+    }
     slurm_error("topo-aware: invalid TOPO_AWARE=%s: %s", ta_spec_for_message(spec), err);
     return -1;
   }
@@ -115,8 +126,9 @@ int ta_srun_local_user_init(spank_t sp) {
   struct ta_local step;
   job_info_msg_t *job = NULL;
   char *hosts = NULL, *gres = NULL;
-  int rc;
+  int rc = TA_OK, shadow;
   if (!ta_active()) return 0;
+  shadow = ta_shadow_for(ta_spec());
   memset(&step, 0, sizeof step);
   if (spank_get_item(sp, S_JOB_ID, &step.job_id) != ESPANK_SUCCESS ||
       spank_get_item(sp, S_JOB_STEPID, &step.step_id) != ESPANK_SUCCESS ||
@@ -142,10 +154,20 @@ int ta_srun_local_user_init(spank_t sp) {
     step.gres = gres;
     step.mpi_type = getenv("SLURM_MPI_TYPE");
     step.hostfile = getenv("SLURM_HOSTFILE");
-    rc = ta_local_check(&step, emit, NULL, err, sizeof err);
+    if (!shadow) rc = ta_local_check(&step, emit, NULL, err, sizeof err);
   }
+  /* Shadow mode: srun plans and reports, and the step runs as Slurm launched it on every node,
+   * whatever the check found and whatever the policy. */
+  if (shadow) ta_local_shadow(&step, rc == TA_EFAIL ? err : NULL, emit, NULL);
   free(hosts);
   free(gres);
+  if (shadow) {
+    /* The verdict that every node leaves the step alone, and nothing else. */
+    unsetenv(TA_DIGEST_ENV);
+    unsetenv(TA_HEALTH_ENV);
+    setenv(TA_DIGEST_ENV, ta_local_digest(), 1);
+    return 0;
+  }
   if (rc == TA_EREQUEST) {
     slurm_error("topo-aware: %s=%s: %s", ta_ctx.spec_origin, ta_spec_for_message(ta_spec()), err);
     return -1;

@@ -80,7 +80,8 @@ void check_request(const launch::Config* config, const std::string& spec, const 
 }
 
 SrunVerdict check_on_srun(const launch::Config& config, const std::vector<std::string>& args,
-                          const std::string& spec, const SrunStep& step, const LineSink& out) {
+                          const std::string& spec, const SrunStep& step, const LineSink& out,
+                          bool shadow) {
   const mapper::LaunchSpec launch_spec = launch::parse_spec(spec);
   topology::Fabric fabric = launch::load_configured_fabric(config);
   const std::vector<std::string>& hosts = step.hosts;
@@ -111,19 +112,32 @@ SrunVerdict check_on_srun(const launch::Config& config, const std::vector<std::s
   digest.gpus = encode_gpus(hosts, gpus);
   digest.port =
       std::to_string(launch::master_port(step.job_id, step.step_id, launch::ephemeral_ports()));
-  SrunVerdict verdict{encode(digest), health.text};
+  SrunVerdict verdict;
+  verdict.digest = encode(digest);
+  verdict.health = health.text;
+  verdict.inputs = inputs_hash(digest);
+  verdict.spread = "-";
 
-  if (!config.judge_allocation || hosts.empty()) return verdict;
-  bool spread = false;
-  std::string line =
-      "topo-aware: job " + std::to_string(step.job_id) + ": " + judge_line(fabric, hosts, &spread);
-  if (spread) line += "; more spread than the fabric allows";
-  out(spread ? 3 : 0, line);
+  if (hosts.empty()) {
+    verdict.no_plan = "slurmctld gave no node list for the job";
+    return verdict;
+  }
+  const bool judge = config.judge_allocation;
+  if (!judge && !shadow) return verdict;
+  verdict.spread = spread_text(allocation_spread(fabric, hosts));
+  if (judge) {
+    bool spread = false;
+    std::string line = "topo-aware: job " + std::to_string(step.job_id) + ": " +
+                       judge_line(fabric, hosts, &spread);
+    if (spread) line += "; more spread than the fabric allows";
+    out(spread ? 3 : 0, line);
+  }
   // The summary plans the step as Slurm's block distribution would lay it out; srun cannot know
   // before launch which hosts a step on part of the allocation gets.
   if (step.nnodes != hosts.size()) {
-    out(1, "topo-aware: the step uses " + std::to_string(step.nnodes) + " of the " +
-               std::to_string(hosts.size()) + " allocated hosts; its plan is made at launch");
+    verdict.no_plan = "the step uses " + std::to_string(step.nnodes) + " of the " +
+                      std::to_string(hosts.size()) + " allocated hosts; its plan is made at launch";
+    out(1, "topo-aware: " + verdict.no_plan);
     return verdict;
   }
   launch::StepShape shape;
@@ -133,12 +147,16 @@ SrunVerdict check_on_srun(const launch::Config& config, const std::vector<std::s
   shape.gpus_per_host = launch::workers_per_host(launch_spec, nodes.per_host, gpus);
   const launch::StepRequest req = launch::make_request(config, launch_spec, shape);
   try {
-    for (const auto& l : plan_summary(mapper::plan(fabric, nodes.per_host, req.request))) {
-      out(1, l);
+    const mapper::RankPlan plan = mapper::plan(fabric, nodes.per_host, req.request);
+    verdict.plan_seconds = plan.cost.seconds;
+    verdict.block_seconds = plan.block_cost.seconds;
+    if (judge) {
+      for (const auto& l : plan_summary(plan)) out(1, l);
     }
   } catch (const std::exception& e) {
     // The nodes plan the step as it is laid out; srun's guess of that layout may be off.
-    out(1, std::string("topo-aware: no plan summary: ") + e.what());
+    verdict.no_plan = std::string("no plan summary: ") + e.what();
+    out(1, "topo-aware: " + verdict.no_plan);
   }
   return verdict;
 }

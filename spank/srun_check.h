@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,12 +36,21 @@ void check_request(const launch::Config* config, const std::string& spec, const 
 struct SrunVerdict {
   std::string digest;  // encode()'d, for SLURM_TOPO_AWARE_DIGEST
   std::string health;  // health_text srun planned with, for SLURM_TOPO_AWARE_HEALTH
+  std::string inputs;  // inputs_hash() of the digest: the shadow line's digest=
+  std::string spread;  // spread_text() of the allocation, "-" when it was not judged
+  // srun's plan of the step against Slurm's block order (modeled seconds the step waits for),
+  // when it made one; else why not.
+  std::optional<double> plan_seconds;
+  std::optional<double> block_seconds;
+  std::string no_plan;
 };
 
 // Reads the inputs and plans as the nodes will; the allocation line and (srun -v) the plan summary
-// go to `out`. Throws for what srun cannot read or plan.
+// go to `out`. Throws for what srun cannot read or plan. `shadow`: the step is planned also where
+// the allocation is not judged (judge_allocation = false), for the shadow line's saving.
 SrunVerdict check_on_srun(const launch::Config& config, const std::vector<std::string>& args,
-                          const std::string& spec, const SrunStep& step, const LineSink& out);
+                          const std::string& spec, const SrunStep& step, const LineSink& out,
+                          bool shadow = false);
 
 // The verdict srun hands the nodes when it cannot plan under fail-open.
 std::string unmodified_digest();

@@ -7,6 +7,8 @@
 #include <map>
 #include <set>
 
+#include "topoaware/launch/shadow.h"
+
 namespace topoaware::spank {
 namespace {
 
@@ -24,12 +26,11 @@ std::string seconds_text(double s) {
 
 }  // namespace
 
-std::string judge_line(const topology::Fabric& fabric, const std::vector<std::string>& hosts,
-                       bool* spread) {
+std::vector<LevelSpread> allocation_spread(const topology::Fabric& fabric,
+                                           const std::vector<std::string>& hosts) {
   std::vector<std::uint32_t> index;
   for (const auto& h : hosts) index.push_back(static_cast<std::uint32_t>(fabric.find_host(h)));
-  std::string spans, best;
-  *spread = false;
+  std::vector<LevelSpread> out;
   for (const auto& level : fabric.levels) {
     if (level.name == "host" || level.group_of_host.size() != fabric.hosts.size()) continue;
     std::set<std::uint32_t> used;
@@ -47,9 +48,28 @@ std::string judge_line(const topology::Fabric& fabric, const std::vector<std::st
       held += n;
       ++fewest;
     }
-    if (used.size() > fewest) *spread = true;
-    spans += ", " + plural(used.size(), level.name);
-    best += (best.empty() ? "" : ", ") + plural(fewest, level.name);
+    out.push_back({level.name, used.size(), fewest});
+  }
+  return out;
+}
+
+std::string spread_text(const std::vector<LevelSpread>& spread) {
+  std::string out;
+  for (const auto& l : spread) {
+    out += (out.empty() ? "" : ",") + l.level + ":" + std::to_string(l.used) + "/" +
+           std::to_string(l.fewest);
+  }
+  return out.empty() ? "-" : out;
+}
+
+std::string judge_line(const topology::Fabric& fabric, const std::vector<std::string>& hosts,
+                       bool* spread) {
+  std::string spans, best;
+  *spread = false;
+  for (const auto& l : allocation_spread(fabric, hosts)) {
+    if (l.used > l.fewest) *spread = true;
+    spans += ", " + plural(l.used, l.level);
+    best += (best.empty() ? "" : ", ") + plural(l.fewest, l.level);
   }
   std::string line = plural(hosts.size(), "host") + spans;
   if (!best.empty()) line += " (fewest possible: " + best + ")";
@@ -60,7 +80,8 @@ std::vector<std::string> plan_summary(const mapper::RankPlan& plan) {
   std::vector<std::string> out;
   char buf[512];
   const double base = plan.block_cost.seconds;
-  const double change = base > 0 ? (plan.cost.seconds - base) / base * 100 : 0;
+  // The shadow line's saving, as the plan's change (0.0 - : never "-0.0%").
+  const double change = 0.0 - launch::saving_percent(plan.cost.seconds, base);
   std::snprintf(buf, sizeof buf,
                 "topo-aware: plan %s: modeled communication the step waits for %s, "
                 "Slurm's order %s (%+.1f%%)%s",

@@ -24,7 +24,7 @@ SPANK_PLUGIN(topo-aware, 1)
 int slurm_spank_init_failure_mode = ESPANK_JOB_FAILURE;
 #endif
 
-struct ta_context ta_ctx = {"--topo-aware", 0, 0, -1, 0, 0, 0, 0, "", "", 0, 0};
+struct ta_context ta_ctx = {"--topo-aware", 0, 0, -1, 0, 0, 0, 0, 0, "", "", 0, 0};
 
 static int option_cb(int val, const char *optarg, int is_remote) {
   (void)val;

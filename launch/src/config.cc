@@ -19,10 +19,9 @@ using topology::Error;
 using topology::ErrorCode;
 
 constexpr const char* kKeys =
-    "fabric, fabric_format, guid_map, job_dir, policy, gpu_binding, overwrite_user_env, "
-    "bind_cpus, "
-    "judge_allocation, master_port, launcher, ids, health_dir, doctor, doctor_fsroot, "
-    "discover_fsroot, capture, oversubscription, routing, calibration";
+    "fabric, fabric_format, guid_map, job_dir, policy, mode, shadow_log, gpu_binding, "
+    "overwrite_user_env, bind_cpus, judge_allocation, master_port, launcher, ids, health_dir, "
+    "doctor, doctor_fsroot, discover_fsroot, capture, oversubscription, routing, calibration";
 
 bool parse_bool(const std::string& value, const std::string& where, const std::string& key) {
   if (value == "true" || value == "yes" || value == "1") return true;
@@ -117,7 +116,7 @@ void load_file(Config& config, const std::string& path) {
     std::string text = scalar_text(value, key, where);
     if (key == "fabric" || key == "guid_map" || key == "job_dir" || key == "capture" ||
         key == "health_dir" || key == "doctor_fsroot" || key == "discover_fsroot" ||
-        key == "calibration") {
+        key == "shadow_log" || key == "calibration") {
       text = resolve(text, path);
     }
     apply_setting(config, key, text, where);
@@ -151,6 +150,19 @@ void apply_setting(Config& config, const std::string& key, const std::string& va
       throw Error(ErrorCode::kBadInput, where,
                   "policy must be fail-open or fail-closed, not '" + value + "'");
     }
+  } else if (key == "mode") {
+    if (value == "apply") {
+      config.mode = Mode::kApply;
+    } else if (value == "shadow") {
+      config.mode = Mode::kShadow;
+    } else {
+      throw Error(ErrorCode::kBadInput, where, "mode must be apply or shadow, not '" + value + "'");
+    }
+  } else if (key == "shadow_log") {
+    if (!value.empty() && value.front() != '/') {
+      throw Error(ErrorCode::kBadInput, where, "shadow_log must be an absolute path");
+    }
+    config.shadow_log = value;
   } else if (key == "gpu_binding") {
     if (value == "local-rank") {
       config.gpu_binding = GpuBinding::kLocalRank;
@@ -275,6 +287,7 @@ std::string capture_for(const Config& config, const topology::Fabric& fabric,
 const char* to_string(Policy policy) {
   return policy == Policy::kFailClosed ? "fail-closed" : "fail-open";
 }
+const char* to_string(Mode mode) { return mode == Mode::kShadow ? "shadow" : "apply"; }
 const char* to_string(GpuBinding binding) {
   return binding == GpuBinding::kOneGpu ? "one-gpu" : "local-rank";
 }

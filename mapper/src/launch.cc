@@ -76,6 +76,9 @@ LaunchSpec parse_launch_spec(std::string_view spec) {
         throw Error("nproc=" + std::string(value) + ": expected workers per host (1..4096)");
       }
       out.nproc = n;
+    } else if (item == "shadow") {
+      if (out.shadow) throw Error("shadow given twice");
+      out.shadow = true;
     } else if (key == "ids") {
       if (out.ids_given) throw Error("ids given twice");
       out.ids_given = true;
@@ -91,6 +94,46 @@ LaunchSpec parse_launch_spec(std::string_view spec) {
   // Workers per host only mean something to a per-node launcher.
   if (out.nproc > 0) out.launcher = Launcher::kPerNode;
   out.layout = std::move(layout);
+  return out;
+}
+
+namespace {
+
+// Calls `visit(item, is_file_tail)` for each comma-separated item, the file:PATH tail whole.
+template <typename F>
+void for_each_item(std::string_view spec, F&& visit) {
+  std::string_view rest = spec;
+  while (!rest.empty()) {
+    if (trim(rest).substr(0, 5) == "file:") {
+      visit(rest, true);
+      return;
+    }
+    const std::size_t comma = rest.find(',');
+    visit(rest.substr(0, comma), false);
+    if (comma == std::string_view::npos) return;
+    rest = rest.substr(comma + 1);
+  }
+}
+
+}  // namespace
+
+bool asks_shadow(std::string_view spec) {
+  bool shadow = false;
+  for_each_item(spec, [&](std::string_view item, bool tail) {
+    if (!tail && trim(item) == "shadow") shadow = true;
+  });
+  return shadow;
+}
+
+std::string without_shadow(std::string_view spec) {
+  std::string out;
+  bool first = true;
+  for_each_item(spec, [&](std::string_view item, bool tail) {
+    if (!tail && trim(item) == "shadow") return;
+    if (!first) out += ',';
+    out += item;
+    first = false;
+  });
   return out;
 }
 

@@ -21,7 +21,8 @@
 # ("e2e: N passed, M failed, K skipped", per suite: the lab's checks, the real clients) is printed
 # last and written to BUILD_DIR/e2e-summary.txt (TOPO_AWARE_E2E_SUMMARY), which scripts/test.sh
 # prints to the CI log and holds against its minimum counts.
-# TOPO_AWARE_E2E_KEEP=1 keeps the lab up afterwards.
+# TOPO_AWARE_E2E_KEEP=1 keeps the lab up afterwards; TOPO_AWARE_E2E_ONLY=shadow runs only the
+# shadow-mode checks (tests/e2e/shadow.sh) between bring-up and tear-down.
 set -uo pipefail
 
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -191,6 +192,16 @@ same_env() {  # name, layout, hostlist[, step id]
 count_tasks_with() { awk -v v=" $2=" 'index($0, v) { print $1 }' "$OUT/$1.out" | sort -u | wc -l; }
 
 daemons_up() { "$LABSH" status >/dev/null; }
+
+# shellcheck source=shadow.sh
+. "$SRC/tests/e2e/shadow.sh"
+# TOPO_AWARE_E2E_ONLY=shadow: the bring-up, shadow mode (below), the tear-down; nothing else.
+if [ "${TOPO_AWARE_E2E_ONLY:-}" = shadow ]; then
+  shadow_main
+  summary
+  [ "${failed[e2e]}" -eq 0 ]
+  exit
+fi
 
 # --- the main case: 32 tasks over 4 nodes ---------------------------------------------------
 good_config
@@ -420,6 +431,9 @@ check "names resolve: exit 0, and no task needs GLOO_SOCKET_IFNAME" \
 resolved_rendezvous
 "$LABSH" resolve off
 NAMES_RESOLVE=0
+
+# --- shadow mode: planned and reported, the step unmodified (shadow.sh) --------------------
+shadow_main
 
 # --- bad input: each with its message and the policy's outcome ----------------------------
 marker=$OUT/ran

@@ -3,9 +3,12 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <stdexcept>
 #include <string>
 
 #include "topoaware/launch/config.h"
+#include "topoaware/launch/shadow.h"
+#include "topoaware/mapper/launch.h"
 #include "topoaware/mapper/layout.h"
 #include "topoaware/topology/error.h"
 #include "topoaware/topology/fabric_io.h"
@@ -87,6 +90,38 @@ void plugstack(std::string_view data) {
   guarded([&] { (void)launch::parse_plugstack(args); });
 }
 
+// Shadow logs, line by line (what `topo-aware shadow-report` reads), and the SPEC's `shadow`
+// word. Two properties beyond not crashing: a line that parses is written back (format) into one
+// that parses again, and a SPEC without its shadow words asks for no shadow.
+void shadow_line(std::string_view data) {
+  std::size_t pos = 0;
+  while (pos <= data.size()) {
+    const std::size_t nl = data.find('\n', pos);
+    const std::string_view line =
+        data.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
+    bool parsed = false;
+    launch::ShadowRecord r;
+    guarded([&] {
+      r = launch::parse_shadow_line(line, "fuzz");
+      parsed = true;
+    });
+    if (parsed) {
+      try {
+        (void)launch::parse_shadow_line(launch::format_shadow_line(r), "fuzz");
+      } catch (const topology::Error& e) {
+        throw std::logic_error(std::string("a parsed line, written back, does not parse: ") +
+                               e.what());
+      }
+    }
+    if (mapper::asks_shadow(mapper::without_shadow(line))) {
+      throw std::logic_error("without_shadow left a shadow word");
+    }
+    guarded([&] { (void)mapper::parse_launch_spec(line); });
+    if (nl == std::string_view::npos) break;
+    pos = nl + 1;
+  }
+}
+
 // The first byte picks the world size the layout resolves against (0: unresolved).
 int world_of(std::string_view& data) {
   if (data.empty()) return 0;
@@ -119,6 +154,7 @@ const std::vector<Target> kTargets = {
      }},
     {"plugin_config", plugin_config},
     {"plugstack", plugstack},
+    {"shadow_line", shadow_line},
     {"layout_spec",
      [](std::string_view d) {
        int world = world_of(d);

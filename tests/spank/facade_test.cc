@@ -9,9 +9,11 @@
 
 #include <cstdint>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "facade_fixture.h"
@@ -293,6 +295,86 @@ TEST_F(Facade, GpusPerNodeListsAreInTheOrderOfLocalRanks) {
   }
   EXPECT_EQ(local_ranks.size(), 8u);
   EXPECT_GT(moved, 0) << "the plan kept local ranks in Slurm's order: nothing was reordered";
+}
+
+}  // namespace
+
+namespace {
+
+// Shadow mode: srun plans the step as apply mode would and reports it in one line (srun -v, and
+// appended to shadow_log), every line of the check at -v only; the nodes get the verdict that the
+// step runs unmodified, so none plans or writes anything; and nothing fails the step.
+struct Lines {
+  std::vector<std::pair<int, std::string>> all;
+  static void sink(void* arg, int level, const char* line) {
+    static_cast<Lines*>(arg)->all.emplace_back(level, line);
+  }
+  std::string shadow() const {
+    for (const auto& [level, line] : all) {
+      if (line.find(" topo-aware shadow ") != std::string::npos) return line;
+    }
+    return {};
+  }
+};
+
+TEST_F(Facade, ShadowStepIsPlannedReportedAndLeftUnmodified) {
+  const std::string log = (dir_ / "shadow.log").string();
+  std::ofstream(log).close();
+  configure({"config=" + config_, "mode=shadow", "shadow_log=" + log});
+  EXPECT_EQ(ta_shadow_for(nullptr), 1);
+  ASSERT_EQ(ta_set_spec("tp=8,pp=2", err_, sizeof err_), 0);
+  ta_step s = step();
+  ta_local l{};
+  l.job_id = s.job_id;
+  l.step_id = s.step_id;
+  l.hosts = s.hosts;
+  l.nnodes = 4;
+  l.ntasks = s.ntasks;
+  Lines lines;
+  ta_local_shadow(&l, nullptr, Lines::sink, &lines);
+  for (const auto& [level, line] : lines.all) EXPECT_EQ(level, 1) << line;
+  const std::string line = lines.shadow();
+  EXPECT_NE(line.find(" topo-aware shadow job=77 step=0 user="), std::string::npos) << line;
+  EXPECT_NE(line.find(" hosts=4 tasks=32 layout=tp=8,pp=2 plan_ms="), std::string::npos) << line;
+  EXPECT_NE(line.find(" spread=leaf:2/2,spine:1/1 digest="), std::string::npos) << line;
+  EXPECT_NE(line.find(" verdict=would-apply"), std::string::npos) << line;
+  EXPECT_EQ(line.find(" saving=- "), std::string::npos) << line;
+  std::ifstream in(log);
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(text, line + "\n");
+
+  // Every node leaves the step alone: no plan, no file.
+  const std::string digest = ta_local_digest();
+  EXPECT_EQ(ta_unmodified_verdict(digest.c_str()), 1);
+  s.digest = digest.c_str();
+  EXPECT_EQ(ta_step_prepare(&s, err_, sizeof err_), TA_UNMODIFIED);
+  EXPECT_EQ(ta_step_ready(), 0);
+  EXPECT_TRUE(fs::is_empty(dir_ / "jobs"));
+
+  // A SPEC that does not fit the step: what apply mode would refuse, and the step still runs.
+  ASSERT_EQ(ta_set_spec("tp=7", err_, sizeof err_), 0);
+  lines.all.clear();
+  ta_local_shadow(&l, nullptr, Lines::sink, &lines);
+  EXPECT_NE(lines.shadow().find(" verdict=would-refuse reason=\""), std::string::npos)
+      << lines.shadow();
+  EXPECT_EQ(ta_unmodified_verdict(ta_local_digest()), 1);
+  // What the shell could not learn about the step: an error line.
+  lines.all.clear();
+  ta_local_shadow(&l, "job id not available", Lines::sink, &lines);
+  EXPECT_NE(lines.shadow().find(" verdict=error reason=\"job id not available\""),
+            std::string::npos)
+      << lines.shadow();
+}
+
+TEST_F(Facade, ShadowIsAWordOfTheSpecUnderApplyMode) {
+  EXPECT_EQ(ta_shadow_for(nullptr), 0);
+  EXPECT_EQ(ta_shadow_for("tp=8"), 0);
+  EXPECT_EQ(ta_shadow_for("shadow,tp=8"), 1);
+  EXPECT_EQ(ta_shadow_for("shadow,tp=x"), 1);  // malformed: reported, never a failure
+  // The plugstack line alone keeps shadow mode while the file is broken.
+  configure({"config=/nonexistent/topo-aware.toml", "mode=shadow"});
+  EXPECT_NE(ta_config_error(), nullptr);
+  EXPECT_EQ(ta_shadow_for(nullptr), 1);
 }
 
 }  // namespace

@@ -65,5 +65,6 @@ void add_inspect(CLI::App& app, Common& common);
 void add_doctor(CLI::App& app, Common& common);
 void add_nccl_check(CLI::App& app, Common& common);
 void add_calibrate(CLI::App& app, Common& common);
+void add_shadow_report(CLI::App& app, Common& common);
 
 }  // namespace topoaware::cli

@@ -64,6 +64,7 @@ int main(int argc, char** argv) {
   cli::add_doctor(app, common);
   cli::add_nccl_check(app, common);
   cli::add_calibrate(app, common);
+  cli::add_shadow_report(app, common);
 
   try {
     app.parse(argc, argv);

@@ -72,6 +72,26 @@ TEST(Config, PlugstackOverridesWinOverTheFile) {
   EXPECT_TRUE(c.overwrite_user_env);
 }
 
+// Shadow mode: from the file or the plugstack line; a bad value names where it is.
+TEST(Config, ShadowModeAndItsLog) {
+  EXPECT_EQ(parse_plugstack({}).mode, Mode::kApply);
+  EXPECT_EQ(parse_plugstack({}).shadow_log, "");
+  std::string path =
+      write_temp("shadow.toml", "mode = \"shadow\"\nshadow_log = \"/var/log/ta.log\"\n");
+  Config c = parse_plugstack({"config=" + path});
+  EXPECT_EQ(c.mode, Mode::kShadow);
+  EXPECT_EQ(c.shadow_log, "/var/log/ta.log");
+  EXPECT_STREQ(to_string(c.mode), "shadow");
+  EXPECT_EQ(parse_plugstack({"config=" + path, "mode=apply"}).mode, Mode::kApply);
+  EXPECT_EQ(parse_plugstack({"mode=shadow"}).mode, Mode::kShadow);
+  EXPECT_EQ(error_of({"mode=dry-run"}),
+            "plugstack argument 'mode=dry-run': mode must be apply or shadow, not 'dry-run'");
+  EXPECT_NE(error_of({"shadow_log=ta.log"}).find("shadow_log must be an absolute path"),
+            std::string::npos);
+  std::string bad = write_temp("badmode.toml", "policy = \"fail-open\"\nmode = \"shadows\"\n");
+  EXPECT_NE(error_of({"config=" + bad}).find(bad + ":2"), std::string::npos);
+}
+
 TEST(Config, OversubscriptionAndRoutingForFabricsWithoutSpeeds) {
   std::string path = write_temp("cap.toml", "oversubscription = [1, 2.5]\nrouting = \"ecmp\"\n");
   Config c = parse_plugstack({"config=" + path});

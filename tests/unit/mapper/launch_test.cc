@@ -42,6 +42,30 @@ TEST(LaunchSpecTest, LaunchKeysAreTakenOutOfTheLayout) {
   EXPECT_EQ(s.layout, "tp=2");
 }
 
+// `shadow` is a launch word: out of the layout, and found (or removed) also in a SPEC whose
+// layout is malformed, since a shadow step never fails.
+TEST(LaunchSpecTest, ShadowIsALaunchWord) {
+  LaunchSpec s = parse_launch_spec("shadow,tp=8,pp=2");
+  EXPECT_TRUE(s.shadow);
+  EXPECT_EQ(s.layout, "tp=8,pp=2");
+  EXPECT_FALSE(parse_launch_spec("tp=8").shadow);
+  EXPECT_THROW(parse_launch_spec("shadow,tp=2,shadow"), Error);
+
+  EXPECT_TRUE(asks_shadow("shadow"));
+  EXPECT_TRUE(asks_shadow("tp=8, shadow ,tp=3"));
+  EXPECT_TRUE(asks_shadow("shadow,file:/jobs/a,shadow"));
+  EXPECT_FALSE(asks_shadow("file:/jobs/shadow"));
+  EXPECT_FALSE(asks_shadow("file:/jobs/a,shadow"));  // part of the path
+  EXPECT_FALSE(asks_shadow("tp=8,shadowy"));
+  EXPECT_FALSE(asks_shadow(""));
+
+  EXPECT_EQ(without_shadow("shadow,tp=8,pp=2"), "tp=8,pp=2");
+  EXPECT_EQ(without_shadow("tp=8,shadow"), "tp=8");
+  EXPECT_EQ(without_shadow("shadow"), "");
+  EXPECT_EQ(without_shadow("shadow,file:/jobs/a,shadow"), "file:/jobs/a,shadow");
+  EXPECT_EQ(without_shadow("tp=8,pp=2"), "tp=8,pp=2");
+}
+
 TEST(LaunchSpecTest, BadLaunchKeysNameTheKey) {
   auto message = [](const char* spec) {
     try {

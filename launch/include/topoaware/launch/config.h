@@ -21,6 +21,10 @@ namespace topoaware::launch {
 
 enum class Policy { kFailOpen, kFailClosed };
 enum class GpuBinding { kLocalRank, kOneGpu };
+// apply: a step that asks for topo-aware runs with its plan. shadow: srun plans every such step
+// and reports it (one line, shadow_log), and the step runs as Slurm launched it (docs/spank.md,
+// "Shadow mode").
+enum class Mode { kApply, kShadow };
 
 // Which node capture a host uses: the first entry whose glob (fnmatch) matches the host.
 struct NodeCapture {
@@ -38,6 +42,10 @@ struct Config {
   topology::InputFormat capture_format = topology::InputFormat::kAuto;
   std::string job_dir = "/tmp/topo-aware";
   Policy policy = Policy::kFailOpen;
+  Mode mode = Mode::kApply;
+  // Shadow mode: the file srun appends each step's line to (absolute; created by the admin,
+  // writable by the jobs' users, since srun runs as them); empty: the line goes to srun -v only.
+  std::string shadow_log;
   GpuBinding gpu_binding = GpuBinding::kLocalRank;
   bool overwrite_user_env = false;
   bool bind_cpus = true;
@@ -89,5 +97,6 @@ std::string capture_for(const Config& config, const topology::Fabric& fabric,
 
 const char* to_string(Policy policy);
 const char* to_string(GpuBinding binding);
+const char* to_string(Mode mode);
 
 }  // namespace topoaware::launch

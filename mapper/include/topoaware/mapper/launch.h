@@ -15,6 +15,8 @@
 //   nproc=G                          (per-node: workers per host; default its GPUs;
 //                                     implies launcher=per-node)
 //   ids=plan|slurm                   (slurm: also renumber SLURM_PROCID/LOCALID/NODEID)
+//   shadow                           (plan and report only; the step runs unmodified: the
+//                                     plugin's shadow mode, docs/spank.md)
 // anywhere before the layout's own items or a trailing file:PATH (whose path may hold commas).
 // Pure: no I/O, no environment. Errors throw topoaware::mapper::Error.
 #pragma once
@@ -38,12 +40,20 @@ struct LaunchSpec {
   int nproc = 0;  // per-node workers per host; 0: the host's GPUs
   Ids ids = Ids::kPlan;
   bool ids_given = false;  // ids= was in the SPEC (else the site's default applies)
+  bool shadow = false;     // the bare word `shadow`: plan and report, change nothing
   std::string layout;      // the rest: a layout spec, file:PATH, or empty (data parallel)
 };
 
 // Splits a SPEC into its launch keys and the layout text. Checks the launch keys only; the layout
 // is the caller's to parse (parse_layout, or parse_job_toml for file:PATH).
 LaunchSpec parse_launch_spec(std::string_view spec);
+
+// Whether a SPEC carries the word `shadow` among its launch items, also when the rest of it is
+// malformed: a shadow step never fails, so the word is honoured before the SPEC is checked.
+bool asks_shadow(std::string_view spec);
+// The SPEC without its `shadow` items: what a shadow step plans (and digests) as, so its plan is
+// the one the same step would get without the word.
+std::string without_shadow(std::string_view spec);
 
 // The launch style a step gets: `asked` unless auto, then per-node when every host runs exactly one
 // task and `gpus_per_host` (the GPUs each such task would spawn workers on) exceeds one.
