@@ -377,6 +377,64 @@ TEST(SlurmBlock, TheBlockWithTheLowestWeightWins) {
   EXPECT_EQ(s.nodes, range(8, 11));
 }
 
+// Slurm's own testsuite, test_150_1 (testsuite/python/tests/test_150_1.py, SchedMD/slurm
+// 284c3b95): BlockName=b1 Nodes=node[1-4], b2 Nodes=node[5-8], BlockSizes=4,8; -N 2, then -N 3
+// run, a third -N 3 must stay pending. Worked: base 4, levels 0 and 1.
+// -N 2: one base block (level 0); b1 and b2 both have 4 free, the tie goes to the later: b2,
+// node5, node6. -N 3: b1 has 4, b2 2 -> b1: node1-node3. -N 3 again: b1 has 1, b2 2 -> no block
+// holds 3: waits, as Slurm's test asserts.
+// test_const2: -N 3 then -N 5 both run: -N 3 goes to b2 (tie) -> node5-node7; -N 5 needs 2 base
+// blocks (level 1, one block of both): 4 + 1 free -> b1 whole (the larger, rem 1), then node8.
+TEST(SlurmBlock, SlurmTestsuiteTest150_1) {
+  BlockTopology t;
+  t.blocks = {{"b1", range(0, 3)}, {"b2", range(4, 7)}};
+  t.block_sizes = {4, 8};
+  std::vector<Node> nodes = cluster(8);
+  for (std::uint32_t i = 0; i < 8; ++i) nodes[i].name = "node" + std::to_string(i + 1);
+  Selection j1 = select_block(nodes, t, job_of(2));
+  ASSERT_EQ(j1.outcome, Outcome::kSelected) << j1.reason;
+  EXPECT_EQ(j1.nodes, (Indexes{4, 5}));
+  for (std::uint32_t i : j1.nodes) nodes[i].free = false;
+  Selection j2 = select_block(nodes, t, job_of(3));
+  ASSERT_EQ(j2.outcome, Outcome::kSelected) << j2.reason;
+  EXPECT_EQ(j2.nodes, (Indexes{0, 1, 2}));
+  for (std::uint32_t i : j2.nodes) nodes[i].free = false;
+  EXPECT_EQ(select_block(nodes, t, job_of(3)).outcome, Outcome::kWait);
+
+  std::vector<Node> fresh = cluster(8);
+  Selection k1 = select_block(fresh, t, job_of(3));
+  EXPECT_EQ(k1.nodes, (Indexes{4, 5, 6}));
+  for (std::uint32_t i : k1.nodes) fresh[i].free = false;
+  Selection k2 = select_block(fresh, t, job_of(5));
+  ASSERT_EQ(k2.outcome, Outcome::kSelected) << k2.reason;
+  EXPECT_EQ(k2.nodes, (Indexes{0, 1, 2, 3, 7}));
+}
+
+// The testsuite's 8x4 block topology (tests/fixtures/slurm-topology, BlockSizes=4,8,16,32,64)
+// through the importer and blocks_of. -N 6: 2 base blocks, level 1: pairs (b1,b2) .. (b7,b8).
+// All free: every pair has 8, the tie goes to the last, (b7,b8); inside, b7 (4) first, b8 not
+// smaller -> b8: node29-node32, rem 2; then b7 holds 2: node25, node26.
+// node29 busy: (b7,b8) has 7, the fewest -> it again; b7 (4) beats b8 (3) -> node25-node28,
+// rem 2; b8 holds 2: node30, node31.
+TEST(SlurmBlock, SlurmTestsuiteEightBlocksOfFourThroughTheImporter) {
+  topology::Fabric f = topology::load_fabric(std::string(TOPOAWARE_TEST_FIXTURES) +
+                                             "/slurm-topology/"
+                                             "slurm-testsuite-block-8x4-blocksizes.topology.conf");
+  BlockTopology t = blocks_of(f);
+  ASSERT_EQ(t.blocks.size(), 8u);
+  EXPECT_EQ(t.block_sizes, (std::vector<std::uint32_t>{4, 8, 16, 32, 64}));
+  std::vector<Node> nodes = nodes_of(f);
+  ASSERT_EQ(nodes.size(), 32u);
+  ASSERT_EQ(nodes[24].name, "node25");
+  Selection a = select_block(nodes, t, job_of(6));
+  ASSERT_EQ(a.outcome, Outcome::kSelected) << a.reason;
+  EXPECT_EQ(a.nodes, (Indexes{24, 25, 28, 29, 30, 31}));
+  nodes[28].free = false;
+  Selection b = select_block(nodes, t, job_of(6));
+  ASSERT_EQ(b.outcome, Outcome::kSelected) << b.reason;
+  EXPECT_EQ(b.nodes, (Indexes{24, 25, 26, 27, 29, 30}));
+}
+
 // Block trumps --spread-job and LLN (trump_others): they change nothing; a bad BlockSizes is
 // refused as slurmctld refuses it.
 TEST(SlurmBlock, BlockIgnoresSpreadAndRejectsBadBlockSizes) {
