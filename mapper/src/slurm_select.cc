@@ -144,8 +144,8 @@ bool weight_pass(const std::vector<WeightGroup>& groups, const NodeSet& within,
 }
 
 // ---------------------------------------------------------------------------------------------
-// Flat: _eval_nodes_consec (topology/common/eval_nodes.c; in 22.05/23.02 the consecutive-node
-// part of _eval_nodes in select/cons_tres/job_test.c, the same rules).
+// Flat: _eval_nodes_consec (topology/common/eval_nodes.c since 24.05; in 22.05 to 23.11 the
+// consecutive-node part of _eval_nodes in select/cons_tres/job_test.c, the same rules).
 
 struct Run {
   std::uint32_t start = 0, end = 0;  // node indexes, inclusive
@@ -330,7 +330,10 @@ SwitchTable build_table(const std::vector<Switch>& sw, std::size_t node_count) {
 // the lower level. `i_fit` is set on every round, so it ends as the fit of the last pair
 // compared, which _topo_choose_best_switch then uses; Slurm does exactly that.
 // One departure: Slurm climbs to SWITCH_NO_PARENT and indexes past its table when one of the
-// two reaches the root before the other (leaves at different depths); here the climb stops.
+// two reaches the root before the other (leaves at different depths) and neither side fits;
+// here the climb stops. It takes a root that does not hold the rest, which the root's count
+// (every free node still wanted below the top switch) rules out except after the
+// num_nodes_taken over-count in select_tree.
 int compare_switches(const SwitchTable& t, const std::vector<std::size_t>& cnt, int i, int j,
                      std::size_t rem_nodes, bool* i_fit) {
   for (;;) {
@@ -364,8 +367,8 @@ int compare_switches(const SwitchTable& t, const std::vector<std::size_t>& cnt, 
 // order) is the best so far; a later leaf replaces it when it is closer (hop distance from the
 // leaves already used) and fits, or at the same distance compares better. A closer leaf that
 // does not hold the rest does not displace a farther one found first.
-// 22.05/23.02 (select/cons_tres/job_test.c): "closer and compare >= 0" instead of "closer and
-// fits".
+// 22.05 to 23.11 (select/cons_tres/job_test.c): "closer and compare >= 0" instead of "closer
+// and fits"; 24.05 has the rule used here.
 void choose_best_switch(const SwitchTable& t, const std::vector<std::uint32_t>& dist,
                         const std::vector<std::size_t>& cnt, std::size_t rem_nodes, int i,
                         int* best) {
@@ -410,7 +413,8 @@ Selection select_tree(const std::vector<Node>& nodes, const std::vector<Switch>&
   // LLN (_eval_nodes_lln), pack_serial_at_end for one-CPU jobs (_eval_nodes_serial), then the
   // topology plugin's eval_nodes_tree, then _eval_nodes_consec. eval_nodes_tree returns
   // ESLURM_NOT_SUPPORTED (-> consec) for --contiguous and for TopologyParam=TopoOptional
-  // without --switches. 22.05/23.02: the same order inside _eval_nodes (cons_tres/job_test.c).
+  // without --switches. 22.05 to 23.11: the same order inside _eval_nodes (cons_tres/job_test.c),
+  // 23.11 with _eval_nodes_block first.
   if (job.spread_job) {
     Selection s;
     s.outcome = Outcome::kNotModeled;
@@ -595,7 +599,9 @@ Selection select_tree(const std::vector<Node>& nodes, const std::vector<Switch>&
 
 // ---------------------------------------------------------------------------------------------
 // Block: eval_nodes_block and _choose_best_bblock (topology/block/eval_nodes_block.c, 24.11;
-// topology/block arrived in 23.11 and BlockSizes in 24.05), BlockSizes from block_record.c.
+// topology/block arrived in 23.11, its selection then _eval_nodes_block in
+// select/cons_tres/job_test.c without BlockSizes, not compared rule by rule here; BlockSizes and
+// this file since 24.05), BlockSizes from block_record.c.
 // Block trumps the other algorithms (topology_block.c sets trump_others), so --spread-job,
 // LLN and --contiguous do not change it.
 
