@@ -22,6 +22,7 @@
 
 #include "topoaware/mapper/layout.h"
 #include "topoaware/topology/fabric.h"
+#include "topoaware/topology/graph.h"
 
 namespace topoaware::mapper::slurm {
 
@@ -313,9 +314,11 @@ SwitchTable build_table(const std::vector<Switch>& sw, std::size_t node_count) {
   }
   for (std::size_t k = 0; k < n; ++k) {
     for (std::size_t i = 0; i < n; ++i) {
+      const std::uint32_t ik = t.dist[i][k];
+      if (ik == kInfinite) continue;
       for (std::size_t j = 0; j < n; ++j) {
-        if (t.dist[i][k] == kInfinite || t.dist[k][j] == kInfinite) continue;
-        t.dist[i][j] = std::min(t.dist[i][j], t.dist[i][k] + t.dist[k][j]);
+        if (t.dist[k][j] == kInfinite) continue;
+        t.dist[i][j] = std::min(t.dist[i][j], ik + t.dist[k][j]);
       }
     }
   }
@@ -921,9 +924,80 @@ std::string group_name(const topology::LocalityLevel& lv, std::size_t k) {
   return k < lv.group_name.size() && !lv.group_name[k].empty() ? lv.group_name[k]
                                                                : lv.name + std::to_string(k);
 }
+
+// Every host on one leaf: the fabric's own switches in vertex id order, which for a
+// topology.conf import is the file's line order, Slurm's switch index order (slurm_topology.cc
+// adds one switch per SwitchName= line, in order). Children are the switches below (the
+// parent -> child direction the source states, else the lower tier), as the slurm-tree exporter
+// writes them; a switch with neither nodes nor children is left out (Slurm refuses it).
+std::vector<Switch> real_switches(const topology::Fabric& fabric) {
+  using topology::LinkId;
+  using topology::VertexId;
+  using topology::VertexKind;
+  const topology::Graph& g = fabric.graph;
+  const std::vector<VertexId> all = g.of_kind(VertexKind::kSwitch);
+  std::vector<std::vector<std::uint32_t>> hosts_of(g.vertex_count());
+  for (std::uint32_t h = 0; h < fabric.hosts.size(); ++h) {
+    if (!fabric.hosts[h].leaves.empty()) hosts_of[fabric.hosts[h].leaves[0].value].push_back(h);
+  }
+  auto children = [&](VertexId sw) {
+    std::vector<VertexId> out;
+    const int tier = g.vertex(sw).sw.tier;
+    for (LinkId lid : g.links_of(sw)) {
+      const topology::Link& l = g.link(lid);
+      VertexId o = g.other_end(lid, sw);
+      if (o == sw || g.vertex(o).kind != VertexKind::kSwitch) continue;
+      bool child = fabric.hierarchical ? (l.a == sw && l.b == o)
+                                       : (g.vertex(o).sw.tier > 0 && g.vertex(o).sw.tier < tier);
+      if (child && std::find(out.begin(), out.end(), o) == out.end()) out.push_back(o);
+    }
+    return out;
+  };
+  // Which switches Slurm would see: those with nodes, then (bottom-up) those with a kept child.
+  std::vector<char> kept(g.vertex_count(), 0);
+  for (VertexId sw : all) kept[sw.value] = hosts_of[sw.value].empty() ? 0 : 1;
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (VertexId sw : all) {
+      if (kept[sw.value]) continue;
+      for (VertexId c : children(sw)) {
+        if (kept[c.value]) {
+          kept[sw.value] = 1;
+          changed = true;
+          break;
+        }
+      }
+    }
+  }
+  std::vector<std::uint32_t> index(g.vertex_count(), 0);
+  std::uint32_t next = 0;
+  for (VertexId sw : all) {
+    if (kept[sw.value]) index[sw.value] = next++;
+  }
+  std::vector<Switch> out;
+  for (VertexId sw : all) {
+    if (!kept[sw.value]) continue;
+    Switch s;
+    s.name = g.vertex(sw).name;
+    s.nodes = hosts_of[sw.value];
+    if (s.nodes.empty()) {
+      for (VertexId c : children(sw)) {
+        if (kept[c.value]) s.switches.push_back(index[c.value]);
+      }
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<Switch> switches_of(const topology::Fabric& fabric) {
+  bool one_leaf = true;
+  for (const topology::HostInfo& h : fabric.hosts) one_leaf = one_leaf && h.leaves.size() <= 1;
+  if (one_leaf) return real_switches(fabric);
+  // Hosts on several leaves (rail-optimized): Slurm's one-leaf-per-node tree cannot hold the
+  // wiring, so the locality levels stand in, as the slurm-tree exporter writes them.
   const std::size_t first = first_switch_level(fabric);
   if (first >= fabric.levels.size()) {
     throw Error("slurm selection: the fabric has no leaf level to make switches of");

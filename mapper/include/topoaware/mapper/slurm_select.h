@@ -106,10 +106,14 @@ Selection select_tree(const std::vector<Node>& nodes, const std::vector<Switch>&
 Selection select_block(const std::vector<Node>& nodes, const BlockTopology& topology,
                        const Job& job);
 
-// The inputs from a fabric model: nodes in the fabric's host order (all free, weight 1; the
-// caller marks busy ones), its switch tree as topology.conf would give it (the levels of
-// Fabric::levels above "host"/"nvlink", each group a switch, children by containment), and its
-// blocks. Hosts are Slurm's node order only when the fabric lists them in slurm.conf order.
+// The inputs from a fabric model: nodes in the fabric's host order (excluded hosts busy, weight
+// 1; the caller marks busy ones), its switch tree, and its blocks. The tree: when every host
+// hangs from one leaf, the fabric's own switches in vertex order, which for an imported
+// topology.conf is its line order, Slurm's switch index order; otherwise (rail-optimized hosts)
+// the locality levels from "leaf" up, each group a switch, as `fabric --of slurm-tree` writes
+// them. Blocks: Fabric::blocks and block_sizes, else one block per leaf group with Slurm's
+// default sizes. Hosts are Slurm's node order only when the fabric lists them in slurm.conf
+// order (a topology.conf import lists them as the file first names them).
 std::vector<Node> nodes_of(const topology::Fabric& fabric);
 std::vector<Switch> switches_of(const topology::Fabric& fabric);
 BlockTopology blocks_of(const topology::Fabric& fabric);
