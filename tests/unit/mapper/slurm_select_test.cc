@@ -216,6 +216,39 @@ TEST(SlurmTree, TooFewFreeNodesWaits) {
   EXPECT_EQ(s.reason, "3 free nodes, the job asks for 4");
 }
 
+// Slurm's testsuite 4-level unbalanced tree (tests/fixtures/slurm-topology, test_133_1
+// testcase2) through the importer: switches keep topology.conf's order (root, im0, grp10-35,
+// leaf100-599); leaf100-349 hang from grp10-22 under im0, leaf350-599 from grp23-35 straight
+// under root; 20 nodes a leaf, 20 leaves a group except grp22 and grp23 (10). All free.
+// N=20: every leaf holds it exactly; the first, leaf100: peta10000-10019 (indexes 0-19).
+// N=21: no leaf holds it. Round 1: leaf100 first; leaves under another group of 20 leaves climb
+// to equal groups (400 free each) -> 0; leaf340 climbs to grp22 (200) against grp10 (400):
+// both hold 21, the smaller wins -> leaf340; leaf350 climbs to grp23 (200) against grp22 (200):
+// equal -> 0. Takes leaf340 (indexes 4800-4819), rem 1.
+// Round 2: leaf100 first (4 hops, holds 1); leaf341 is 2 hops away and holds 1 -> leaf341:
+// index 4820.
+TEST(SlurmTree, SlurmTestsuiteUnbalancedFourLevelTree) {
+  topology::Fabric f =
+      topology::load_fabric(std::string(TOPOAWARE_TEST_FIXTURES) +
+                            "/slurm-topology/"
+                            "slurm-testsuite-4level-tree-unbalanced.topology.conf");
+  std::vector<Switch> switches = switches_of(f);
+  std::vector<Node> nodes = nodes_of(f);
+  ASSERT_EQ(switches.size(), 528u);
+  EXPECT_EQ(switches[0].name, "root");
+  EXPECT_EQ(switches[28].name, "leaf100");
+  ASSERT_EQ(nodes.size(), 10000u);
+  ASSERT_EQ(nodes[4800].name, "peta14800");
+  Selection a = select_tree(nodes, switches, job_of(20));
+  ASSERT_EQ(a.outcome, Outcome::kSelected) << a.reason;
+  EXPECT_EQ(a.nodes, range(0, 19));
+  Selection b = select_tree(nodes, switches, job_of(21));
+  ASSERT_EQ(b.outcome, Outcome::kSelected) << b.reason;
+  EXPECT_EQ(b.nodes, range(4800, 4820));
+  ASSERT_EQ(b.trace.size(), 3u);
+  EXPECT_EQ(b.trace[0], "top switch root (level 3, 10000 free)");
+}
+
 // The settings that take the tree out (eval_nodes, eval_nodes_tree): the same free nodes as the
 // first test (s0 3: n1-n3, s1 2: n6,n7, s2 4: n8-n11), N=2.
 // - TopologyParam=TopoOptional without --switches: _eval_nodes_consec. Runs n1-n3 (3) and
