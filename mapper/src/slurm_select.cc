@@ -74,7 +74,7 @@ std::vector<std::uint32_t> members(const NodeSet& s) {
   return out;
 }
 
-Selection wait(std::string reason, std::vector<std::string> trace) {
+Selection pending(std::string reason, std::vector<std::string> trace) {
   Selection s;
   s.outcome = Outcome::kWait;
   s.reason = std::move(reason);
@@ -164,7 +164,7 @@ Selection select_flat(const std::vector<Node>& nodes, const Job& job) {
   std::size_t free_count = 0;
   for (const Node& n : nodes) free_count += n.free ? 1 : 0;
   if (free_count < rem_nodes) {
-    return wait(
+    return pending(
         std::to_string(free_count) + " free nodes, the job asks for " + std::to_string(rem_nodes),
         std::move(trace));
   }
@@ -234,9 +234,9 @@ Selection select_flat(const std::vector<Node>& nodes, const Job& job) {
     if (rem_nodes == 0) return selected(chosen, std::move(trace));
     run.count = 0;
   }
-  return wait("no set of free node runs holds " + std::to_string(job.nodes) + " nodes" +
-                  (job.contiguous ? " contiguously" : ""),
-              std::move(trace));
+  return pending("no set of free node runs holds " + std::to_string(job.nodes) + " nodes" +
+                     (job.contiguous ? " contiguously" : ""),
+                 std::move(trace));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -451,7 +451,7 @@ Selection select_tree(const std::vector<Node>& nodes, const std::vector<Switch>&
   }
   std::size_t rem_nodes = job.nodes;
   if (free_count < rem_nodes) {  // eval_nodes: fewer free nodes than min_nodes
-    return wait(
+    return pending(
         std::to_string(free_count) + " free nodes, the job asks for " + std::to_string(rem_nodes),
         std::move(trace));
   }
@@ -477,8 +477,8 @@ Selection select_tree(const std::vector<Node>& nodes, const std::vector<Switch>&
   }
   if (top == -1) {
     // ESLURM_REQUESTED_TOPO_CONFIG_UNAVAILABLE: no one switch reaches enough free nodes.
-    return wait("no switch has " + std::to_string(rem_nodes) + " free nodes below it",
-                std::move(trace));
+    return pending("no switch has " + std::to_string(rem_nodes) + " free nodes below it",
+                   std::move(trace));
   }
   const std::size_t utop = static_cast<std::size_t>(top);
   trace.push_back("top switch " + switches[utop].name + " (level " + std::to_string(t.level[utop]) +
@@ -490,7 +490,7 @@ Selection select_tree(const std::vector<Node>& nodes, const std::vector<Switch>&
 
   NodeSet best(nodes.size(), 0), req2(nodes.size(), 0);
   if (!weight_pass(groups, sw_nodes[utop], rem_nodes, &best, &req2)) {
-    return wait("insufficient free nodes below " + switches[utop].name, std::move(trace));
+    return pending("insufficient free nodes below " + switches[utop].name, std::move(trace));
   }
   NodeSet chosen(nodes.size(), 0);
   std::vector<char> required(ns, 0);
@@ -537,9 +537,9 @@ Selection select_tree(const std::vector<Node>& nodes, const std::vector<Switch>&
         trace.push_back("--switches=" + std::to_string(job.max_switches) + ": wait over, runs on " +
                         std::to_string(used) + " leaves");
       } else if (used > job.max_switches) {
-        return wait("--switches=" + std::to_string(job.max_switches) + ": the choice spans " +
-                        std::to_string(used) + " leaf switches; waits for fewer",
-                    std::move(trace));
+        return pending("--switches=" + std::to_string(job.max_switches) + ": the choice spans " +
+                           std::to_string(used) + " leaf switches; waits for fewer",
+                       std::move(trace));
       }
     }
     return selected(chosen, std::move(trace));
@@ -595,9 +595,9 @@ Selection select_tree(const std::vector<Node>& nodes, const std::vector<Switch>&
     decrement_node_cnt(t, cnt[ub], best_sw, &cnt);
     cnt[ub] = 0;
   }
-  return wait("the leaves below " + switches[utop].name + " ran out before " +
-                  std::to_string(job.nodes) + " nodes",
-              std::move(trace));
+  return pending("the leaves below " + switches[utop].name + " ran out before " +
+                     std::to_string(job.nodes) + " nodes",
+                 std::move(trace));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -674,7 +674,7 @@ Selection select_block(const std::vector<Node>& nodes, const BlockTopology& topo
   }
   std::size_t rem_nodes = job.nodes;
   if (free_count < rem_nodes) {
-    return wait(
+    return pending(
         std::to_string(free_count) + " free nodes, the job asks for " + std::to_string(rem_nodes),
         std::move(trace));
   }
@@ -751,9 +751,9 @@ Selection select_block(const std::vector<Node>& nodes, const BlockTopology& topo
     }
   }
   if (block_inx == -1) {
-    return wait("no aligned block of " + std::to_string(bblock_per_block * base) + " nodes has " +
-                    std::to_string(rem_nodes) + " free nodes",
-                std::move(trace));
+    return pending("no aligned block of " + std::to_string(bblock_per_block * base) +
+                       " nodes has " + std::to_string(rem_nodes) + " free nodes",
+                   std::move(trace));
   }
   const std::size_t ub = static_cast<std::size_t>(block_inx);
   trace.push_back("block of base blocks " + topo.blocks[ub * bblock_per_block].name + ".." +
@@ -763,7 +763,7 @@ Selection select_block(const std::vector<Node>& nodes, const BlockTopology& topo
 
   NodeSet best(nodes.size(), 0), req2(nodes.size(), 0);
   if (!weight_pass(groups, block_nodes[ub], rem_nodes, &best, &req2)) {
-    return wait("insufficient free nodes in the block", std::move(trace));
+    return pending("insufficient free nodes in the block", std::move(trace));
   }
   NodeSet chosen(nodes.size(), 0);
   std::vector<char> required(nb, 0);
@@ -797,8 +797,8 @@ Selection select_block(const std::vector<Node>& nodes, const BlockTopology& topo
     }
   }
   if (max_llblock < 0) {
-    return wait("the lowest-weight nodes span more lower-level blocks than the job may",
-                std::move(trace));
+    return pending("the lowest-weight nodes span more lower-level blocks than the job may",
+                   std::move(trace));
   }
   if (have_req2) {
     for (std::size_t i = 0; i < nb; ++i) {
@@ -896,9 +896,9 @@ Selection select_block(const std::vector<Node>& nodes, const BlockTopology& topo
     }
     if (!best_same) --max_llblock;
   }
-  return wait("the block's base blocks could not give " + std::to_string(job.nodes) +
-                  " nodes within its lower-level block limit",
-              std::move(trace));
+  return pending("the block's base blocks could not give " + std::to_string(job.nodes) +
+                     " nodes within its lower-level block limit",
+                 std::move(trace));
 }
 
 // ---------------------------------------------------------------------------------------------
