@@ -156,7 +156,8 @@ NAMES_RESOLVE=0
 expected_env() {
   local layout=$1 hosts=$2 job=$3 step=${4:-0}
   "$CLI" map --fabric "$FABRIC" --nodes "$hosts" --node-type "$CAPTURE" --layout "$layout" \
-    --job-id "$job" --step-id "$step" --of env 2>"$OUT/map.err" | normalize_env |
+    --job-id "$job" --step-id "$step" ${MAP_CALIBRATION:+--calibration "$MAP_CALIBRATION"} \
+    --of env 2>"$OUT/map.err" | normalize_env |
     if [ "$NAMES_RESOLVE" = 1 ]; then cat; else
       sed -E 's/ MASTER_ADDR=node([0-9])$/ MASTER_ADDR=10.77.0.1\1/'
     fi | sort
@@ -229,6 +230,37 @@ check "srun -v prints the plan summary" grep -q 'topo-aware: plan tp=8,pp=2' "$O
 check "srun -v compares each dim with Slurm's order" \
   grep -q "topo-aware:   pp: .* (Slurm's order .*), groups inside a host" "$OUT/plainv.err"
 check "srun -v leaves out dims of size 1" bash -c "! grep -q 'topo-aware:   cp:' '$OUT/plainv.err'"
+
+# A site's calibration (docs/calibration.md, "Correct the model with your runs"): srun and the
+# nodes read it with the config, -v says the figures rest on it, and every task gets what
+# `map --calibration` computes with the same file. A broken file is named with its line, and
+# fail-open runs the step unmodified.
+cat >"$LAB/etc/calibration.toml" <<'CAL'
+format = 1
+[[entry]]
+algorithm = "Ring"
+tier = "spine"
+bandwidth = 0.5
+latency = 2
+cases = 1
+CAL
+set_config calibration="$LAB/etc/calibration.toml"
+lab_srun calv -N4 -n32 -v --topo-aware=tp=8,pp=2 "$ENVDUMP"
+check "srun -v with calibration = PATH exits 0" test $? -eq 0
+check "srun -v says the figures rest on the calibration" \
+  grep -q "model corrected by $LAB/etc/calibration.toml: Ring/spine bandwidth x0.50, latency x2.00" \
+  "$OUT/calv.err"
+MAP_CALIBRATION="$LAB/etc/calibration.toml"
+check "with calibration = PATH every task's environment equals map --calibration --of env" \
+  same_env calv tp=8,pp=2 'node[1-4]'
+MAP_CALIBRATION=
+printf 'format = 1\n[[entry]]\nalgorithm = "Ring"\ntier = "rack"\nbandwidth = 0.5\n' \
+  >"$LAB/etc/calibration.toml"
+lab_srun calbad -N4 -n32 --topo-aware=tp=8,pp=2 true
+check "a broken calibration file: fail-open runs the step (exit 0)" test $? -eq 0
+check "a broken calibration file is named with its line" \
+  grep -q "calibration.toml:4: tier 'rack' is not nvlink, leaf or spine" "$OUT/calbad.err"
+good_config
 
 # A job of an ordinary user: the per-job directory and the XML belong to that user.
 # With job_dir missing, slurmstepd (root) re-creates it like /tmp (root, 1777) first.
