@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/calibrate.sh without Slurm or GPUs (the lab's test, tests/e2e/calibrate.sh, runs it
 # under sbatch):
-#   mode "shellcheck": the script and the fake nccl-tests binary (tests/e2e) are
+#   mode "shellcheck": the script, the lab's test of it and the fake nccl-tests binary are
 #                clean under shellcheck (exit 77 without it: apt-get install shellcheck)
 #   mode "dry-run": its options, its refusal outside an allocation, and --dry-run's steps on the
 #                lab's 4 nodes: the cases, the orders `topo-aware map --of host-order` gives, the
@@ -21,8 +21,8 @@ expect() {  # what, command...
 case ${1:-} in
   shellcheck)
     command -v shellcheck >/dev/null || { echo "SKIP: shellcheck not installed"; exit 77; }
-    expect "shellcheck: scripts/calibrate.sh, tests/e2e/fake_nccl_perf.sh" \
-      shellcheck -x "$SCRIPT" "$SRC/tests/e2e/fake_nccl_perf.sh"
+    expect "shellcheck: scripts/calibrate.sh, tests/e2e/calibrate.sh, tests/e2e/fake_nccl_perf.sh" \
+      shellcheck -x "$SCRIPT" "$SRC/tests/e2e/calibrate.sh" "$SRC/tests/e2e/fake_nccl_perf.sh"
     ;;
   dry-run)
     CLI=${2:?usage: calibrate_sh_test.sh dry-run CLI}
