@@ -38,7 +38,7 @@ order and test under --out, and a manifest.txt of every case run or skipped and 
                        sendrecv; a _perf suffix is accepted)
   --min-bytes SIZE     smallest message (default 1M)
   --max-bytes SIZE     largest message (default 4G)
-  --nodes-max K        at most K nodes in the 3..N cases (default: every node of the job)
+  --nodes-max K        at most K nodes in any case (default: every node of the job)
   --gpus-per-node G    GPUs a node (default: from Slurm's job environment)
   --nccl-tests DIR     the nccl-tests build folder (default: $NCCL_TESTS_DIR, PATH,
                        /opt/nccl-tests/build, $HOME/nccl-tests/build, /usr/local/bin)
@@ -205,8 +205,6 @@ if [ $dry_run = 0 ]; then
   out=$(cd "$out" && pwd)
   manifest=$out/manifest.txt
   : >"$manifest"
-else
-  manifest=/dev/null
 fi
 
 # NCCL_DEBUG=INFO prints NCCL's topology, rings, trees and channels; the subsystems add its
@@ -218,7 +216,12 @@ export NCCL_DEBUG=INFO
 export NCCL_DEBUG_SUBSYS=INIT,TUNING,ENV
 
 now() { date -u +%Y-%m-%dT%H:%M:%SZ; }
-record() { echo "$*" >>"$manifest"; }
+# A manifest line; a dry run prints it instead, as a comment.
+record() {
+  if [ $dry_run = 0 ]; then echo "$*" >>"$manifest"
+  elif [[ $* == '#'* ]]; then echo "$*"
+  else echo "# $*"; fi
+}
 record "# topo-aware-calibrate manifest job=${SLURM_JOB_ID:-none} nodes=$(IFS=,; echo "${hosts[*]}")" \
   "gpus_per_node=$gpn nccl_tests=$bin_dir mpi_build=$mpi_build mpi=${mpi:-default}" \
   "bytes=$min_bytes-$max_bytes date=$(now)"
@@ -247,7 +250,6 @@ order_hosts() {
 
 nruns=0 nfailed=0 nskipped=0
 skip() {  # case, order, test, reason
-  [ $dry_run = 0 ] || echo "# skipped case=$1 order=$2 test=$3: $4"
   record "skipped case=$1 order=$2 test=$3 file=- hosts=-: $4"
   nskipped=$((nskipped + 1))
 }
@@ -348,7 +350,7 @@ if [ "$mpi_build" = no ]; then
 fi
 run_case 1 "$gpn" block "${hosts[0]}"
 for g in 8 4 2; do
-  if [ "$nhosts" -lt 2 ] || [ "$mpi_build" = no ]; then break; fi
+  if [ "$nmax" -lt 2 ] || [ "$mpi_build" = no ]; then break; fi
   if [ "$g" -gt "$gpn" ]; then
     for o in block plan interleaved; do
       for t in "${tests[@]}"; do skip "2n${g}g" "$o" "$t" "the job has $gpn GPUs a node, the case needs $g"; done
@@ -365,7 +367,9 @@ if [ "$mpi_build" = no ] && [ "$nhosts" -gt 1 ]; then
   record "skipped case=2n.. order=- test=- file=- hosts=-: nccl-tests built without MPI (make MPI=1): one process cannot span nodes"
 fi
 if [ "$nmax" -lt "$nhosts" ]; then
-  record "skipped case=$((nmax + 1))n..${nhosts}n order=- test=- file=- hosts=-: --nodes-max $nmax"
+  over=$((nmax + 1))n
+  [ $((nmax + 1)) -eq "$nhosts" ] || over=$over..${nhosts}n
+  record "skipped case=$over order=- test=- file=- hosts=-: --nodes-max $nmax"
 fi
 
 [ $dry_run = 1 ] && exit 0

@@ -67,7 +67,7 @@ case ${1:-} in
     expect "--dry-run: 2 nodes at 2 GPUs a node: 4 tasks" \
       grep -q 'srun --nodes=2 --ntasks=4 .*2n-2g-block-sendrecv.txt$' "$tmp/dry"
     expect "--dry-run: an order that gives block's hosts again is skipped, saying so" \
-      grep -q '^# skipped case=2n8g order=plan test=all_reduce: same hosts in the same order as block' \
+      grep -q '^# skipped case=2n8g order=plan test=all_reduce file=- hosts=-: same hosts in the same order as block' \
         "$tmp/dry"
     expect "--dry-run: 2 nodes interleaved: one on each leaf" \
       grep -qx '# case=2n4g order=interleaved hosts=node1,node3' "$tmp/dry"
@@ -76,9 +76,15 @@ case ${1:-} in
       --nccl-tests "$tmp/fake" --topo-aware "$CLI" --tests all_reduce) >"$tmp/dry2" 2>&1
     expect "--dry-run, 4 GPUs a node, no fabric: 8-GPU case and plan/interleaved skipped with why" \
       bash -c "[ $? -eq 0 ] &&
-        grep -q '^# skipped case=2n8g order=block test=all_reduce: the job has 4 GPUs a node, the case needs 8' '$tmp/dry2' &&
-        grep -q \"^# skipped case=2n4g order=plan test=all_reduce: no --fabric or --config: the plan's order is Slurm's\" '$tmp/dry2' &&
-        grep -q '^# skipped case=2n2g order=interleaved test=all_reduce: no --fabric or --config: the leaves are unknown' '$tmp/dry2'"
+        grep -q '^# skipped case=2n8g order=block test=all_reduce file=- hosts=-: the job has 4 GPUs a node, the case needs 8' '$tmp/dry2' &&
+        grep -q \"^# skipped case=2n4g order=plan test=all_reduce file=- hosts=-: no --fabric or --config: the plan's order is Slurm's\" '$tmp/dry2' &&
+        grep -q '^# skipped case=2n2g order=interleaved test=all_reduce file=- hosts=-: no --fabric or --config: the leaves are unknown' '$tmp/dry2'"
+
+    (cd "$tmp" && bash "$SCRIPT" --dry-run --nodes node1,node2,node3 --gpus-per-node 8 \
+      --nccl-tests "$tmp/fake" --topo-aware "$CLI" --tests sendrecv --nodes-max 1) >"$tmp/dry4" 2>&1
+    expect "--dry-run --nodes-max 1: the one-node case only, the rest named as left out" \
+      bash -c "[ $? -eq 0 ] && [ \$(grep -c '^SLURM_HOSTFILE=' '$tmp/dry4') -eq 1 ] &&
+        grep -qx '# skipped case=2n..3n order=- test=- file=- hosts=-: --nodes-max 1' '$tmp/dry4'"
 
     (cd "$tmp" && bash "$SCRIPT" --dry-run --nodes node1,node2 --gpus-per-node 8 \
       --nccl-tests "$tmp/empty" --topo-aware "$CLI") >"$tmp/dry3" 2>&1
