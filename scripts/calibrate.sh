@@ -103,22 +103,24 @@ if [ -z "$gpn" ]; then
 fi
 [[ $gpn =~ ^[1-9][0-9]*$ ]] || die "GPUs per node unknown: submit with --gpus-per-node=G or pass --gpus-per-node G"
 
-# Slurm's order of the allocation's hosts (block distribution). scontrol needs slurm.conf; a
-# dry run away from the cluster expands the list with topo-aware (which needs the fabric), or
-# takes a plain comma-separated list as it is.
+# Slurm's order of the allocation's hosts (block distribution): scontrol's expansion of the
+# job's node list. Away from the cluster scontrol has no slurm.conf and retries for a minute, so
+# a dry run expands with topo-aware (which needs the fabric) or takes a comma-separated list.
 src=()
 if [ -n "$fabric" ]; then src=(--fabric "$fabric"); elif [ -n "$config" ]; then src=(--config "$config"); fi
-if ! block_hosts=$(scontrol show hostnames "$nodes_list" 2>/dev/null) || [ -z "$block_hosts" ]; then
-  if [ ${#src[@]} -gt 0 ]; then
-    block_hosts=$("$cli" map "${src[@]}" --nodes "$nodes_list" --gpus-per-node "$gpn" \
-      --of host-order --order block) ||
-      die "cannot expand the host list '$nodes_list' (scontrol show hostnames, topo-aware map)"
-  elif [[ $nodes_list != *[* ]]; then
-    block_hosts=$(tr , '\n' <<<"$nodes_list")
-  else
-    die "cannot expand '$nodes_list' without scontrol: give --fabric, or the hosts comma-separated"
-  fi
+block_hosts=""
+if [ $dry_run = 0 ]; then
+  block_hosts=$(timeout 60 scontrol show hostnames "$nodes_list" 2>/dev/null) || block_hosts=""
 fi
+if [ -z "$block_hosts" ] && [ ${#src[@]} -gt 0 ]; then
+  block_hosts=$("$cli" map "${src[@]}" --nodes "$nodes_list" --gpus-per-node "$gpn" \
+    --of host-order --order block) || block_hosts=""
+fi
+if [ -z "$block_hosts" ] && [[ $nodes_list != *[* ]]; then
+  block_hosts=$(tr , '\n' <<<"$nodes_list")
+fi
+[ -n "$block_hosts" ] ||
+  die "cannot expand the host list '$nodes_list' (scontrol show hostnames; topo-aware map with --fabric or --config; or give the hosts comma-separated)"
 mapfile -t hosts <<<"$block_hosts"
 nhosts=${#hosts[@]}
 nmax=$nhosts
@@ -190,7 +192,8 @@ mpi_opt=()
 if [ "$mpi_build" = yes ]; then
   if [ "$mpi" = auto ]; then
     # srun --mpi=list prints the MPI plugins this Slurm has ("pmix", "pmix_v5", "pmi2", ...).
-    plugins=$(srun --mpi=list 2>&1 || true)
+    # (A dry run away from the cluster: srun has no slurm.conf, and gives up after its retries.)
+    plugins=$(timeout 20 srun --mpi=list 2>&1 || true)
     if grep -qw pmix <<<"$plugins"; then mpi=pmix
     elif grep -qw pmi2 <<<"$plugins"; then mpi=pmi2
     else mpi=""; fi

@@ -33,7 +33,8 @@ case ${1:-} in
       cp "$SRC/tests/e2e/fake_nccl_perf.sh" "$tmp/fake/${t}_perf"
     done
     chmod 0755 "$tmp"/fake/*
-    # Away from any Slurm allocation, whatever the caller's environment says.
+    # Away from any Slurm allocation, whatever the caller's environment says. (--mpi is given:
+    # srun --mpi=list without a slurm.conf retries for as long as the probe lets it.)
     unset SLURM_JOB_ID SLURM_JOB_NODELIST SLURM_GPUS_ON_NODE SLURM_GPUS_PER_NODE
     export SLURM_CONF=$tmp/no-slurm.conf
 
@@ -72,7 +73,7 @@ case ${1:-} in
     expect "--dry-run: 2 nodes interleaved: one on each leaf" \
       grep -qx '# case=2n4g order=interleaved hosts=node1,node3' "$tmp/dry"
 
-    (cd "$tmp" && bash "$SCRIPT" --dry-run --nodes node1,node2 --gpus-per-node 4 \
+    (cd "$tmp" && bash "$SCRIPT" --dry-run --nodes node1,node2 --gpus-per-node 4 --mpi pmix \
       --nccl-tests "$tmp/fake" --topo-aware "$CLI" --tests all_reduce) >"$tmp/dry2" 2>&1
     expect "--dry-run, 4 GPUs a node, no fabric: 8-GPU case and plan/interleaved skipped with why" \
       bash -c "[ $? -eq 0 ] &&
@@ -80,13 +81,13 @@ case ${1:-} in
         grep -q \"^# skipped case=2n4g order=plan test=all_reduce file=- hosts=-: no --fabric or --config: the plan's order is Slurm's\" '$tmp/dry2' &&
         grep -q '^# skipped case=2n2g order=interleaved test=all_reduce file=- hosts=-: no --fabric or --config: the leaves are unknown' '$tmp/dry2'"
 
-    (cd "$tmp" && bash "$SCRIPT" --dry-run --nodes node1,node2,node3 --gpus-per-node 8 \
+    (cd "$tmp" && bash "$SCRIPT" --dry-run --nodes node1,node2,node3 --gpus-per-node 8 --mpi pmix \
       --nccl-tests "$tmp/fake" --topo-aware "$CLI" --tests sendrecv --nodes-max 1) >"$tmp/dry4" 2>&1
     expect "--dry-run --nodes-max 1: the one-node case only, the rest named as left out" \
       bash -c "[ $? -eq 0 ] && [ \$(grep -c '^SLURM_HOSTFILE=' '$tmp/dry4') -eq 1 ] &&
         grep -qx '# skipped case=2n..3n order=- test=- file=- hosts=-: --nodes-max 1' '$tmp/dry4'"
 
-    (cd "$tmp" && bash "$SCRIPT" --dry-run --nodes node1,node2 --gpus-per-node 8 \
+    (cd "$tmp" && bash "$SCRIPT" --dry-run --nodes node1,node2 --gpus-per-node 8 --mpi pmix \
       --nccl-tests "$tmp/empty" --topo-aware "$CLI") >"$tmp/dry3" 2>&1
     expect "--dry-run without nccl-tests: the build commands, and the steps naming NCCL_TESTS_DIR" \
       bash -c "[ $? -eq 0 ] && grep -q 'git clone https://github.com/NVIDIA/nccl-tests' '$tmp/dry3' &&
