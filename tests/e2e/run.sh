@@ -717,6 +717,10 @@ check "after the disagreements: daemons still up" daemons_up
 # shellcheck source=health.sh
 . "$SRC/tests/e2e/health.sh"
 
+# --- scripts/calibrate.sh under sbatch, with a fake nccl-tests ---------------------------------
+# shellcheck source=calibrate.sh
+. "$SRC/tests/e2e/calibrate.sh"
+
 # --- the built packages, installed with dpkg as a site would (scripts/package.sh) -------------
 if [ -z "${TOPOAWARE_E2E_PACKAGES:-}" ]; then
   skip_check "the built .deb packages installed with dpkg -i, and a step through them" \

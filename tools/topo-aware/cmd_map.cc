@@ -1,7 +1,8 @@
 // `topo-aware map`: the exact plan a launch would make for a step, offline. Inputs are the
 // fabric file, the step's hosts and node type (or plain GPUs per node) and the layout; output
-// is a table for people, JSON for scripts (and `inspect`), the per-task environment, or a
-// hostfile for Slurm's arbitrary distribution.
+// is a table for people, JSON for scripts (and `inspect`), the per-task environment, a
+// hostfile for Slurm's arbitrary distribution, or the step's hosts in one order (block, plan or
+// leaf-interleaved) for measuring the same step in each (scripts/calibrate.sh).
 //
 // `--of env` format (stable; the end-to-end test compares it with what tasks see): one line
 // per task and variable, "<task> NAME=value", tasks ascending, names sorted within a task.
@@ -37,6 +38,7 @@ struct MapOptions {
   std::string master_addr;
   std::string topo_file;
   bool one_gpu_visible = false;
+  std::string host_order = "plan";  // --of host-order: block, plan or interleaved
 };
 
 std::string coords_text(const mapper::TaskPlan& t) {
@@ -308,6 +310,63 @@ std::string render_hostfile(const mapper::RankPlan& p) {
   return out;
 }
 
+// --of host-order: the step's hosts, one a line, in one of three orders, so that a script can
+// run the same step in each and see what host order costs (scripts/calibrate.sh):
+//   block        the request's (Slurm's) order;
+//   plan         the order the plan's ranks reach the hosts (first appearance in rank order);
+//   interleaved  round-robin over the fabric's leaf groups, groups taken in block order: next to
+//                each other in the order, hosts sit on different leaves wherever the step's
+//                hosts allow, the worst locality a ring or tree can get from host order alone.
+// Where the fabric has no leaf level, or every host is on one leaf, interleaved is block order.
+std::string render_host_order(const mapper::RankPlan& p, const topology::Fabric& f,
+                              const std::string& order) {
+  std::vector<std::uint32_t> hosts;  // indexes into p.hosts
+  if (order == "block") {
+    for (std::uint32_t h = 0; h < p.hosts.size(); ++h) hosts.push_back(h);
+  } else if (order == "plan") {
+    std::vector<const mapper::TaskPlan*> by_rank;
+    for (const auto& t : p.tasks) by_rank.push_back(&t);
+    std::sort(
+        by_rank.begin(), by_rank.end(),
+        [](const mapper::TaskPlan* a, const mapper::TaskPlan* b) { return a->rank < b->rank; });
+    std::vector<char> seen(p.hosts.size(), 0);
+    for (const auto* t : by_rank) {
+      if (seen[t->host] == 0) hosts.push_back(t->host);
+      seen[t->host] = 1;
+    }
+  } else {  // interleaved
+    const topology::LocalityLevel* leaf = nullptr;
+    for (const auto& lv : f.levels) {
+      if (lv.name == "leaf" || lv.name == "block") {
+        leaf = &lv;
+        break;
+      }
+    }
+    // Each leaf group's hosts in block order, the groups in the order block order meets them.
+    std::vector<std::vector<std::uint32_t>> groups;
+    std::map<std::uint32_t, std::size_t> group_slot;
+    // A host the fabric does not list is a group of its own kind (~0), never a real leaf's.
+    for (std::uint32_t h = 0; h < p.hosts.size(); ++h) {
+      std::uint32_t g = 0;
+      if (leaf != nullptr) {
+        auto it = f.host_index.find(p.hosts[h]);
+        g = it == f.host_index.end() ? ~std::uint32_t{0} : leaf->group_of_host[it->second];
+      }
+      auto [slot, fresh] = group_slot.emplace(g, groups.size());
+      if (fresh) groups.emplace_back();
+      groups[slot->second].push_back(h);
+    }
+    for (std::size_t i = 0; hosts.size() < p.hosts.size(); ++i) {
+      for (const auto& members : groups) {
+        if (i < members.size()) hosts.push_back(members[i]);
+      }
+    }
+  }
+  std::string out;
+  for (std::uint32_t h : hosts) out += p.hosts[h] + "\n";
+  return out;
+}
+
 }  // namespace
 
 void add_map(CLI::App& app, Common& common) {
@@ -356,7 +415,13 @@ void add_map(CLI::App& app, Common& common) {
   sub->add_option("--seed", o->in.seed, "Seed for --algo random");
   sub->add_option("--refine-moves", o->in.refine_moves,
                   "Refinement budget in evaluated moves (default: the mapper's)");
-  sub->add_option("--of", o->format, "Output: table (default), json, env or hostfile");
+  sub->add_option("--of", o->format,
+                  "Output: table (default), json, env, hostfile, or host-order (the hosts, one a "
+                  "line, in the --order given)");
+  sub->add_option("--order", o->host_order,
+                  "With --of host-order: block (Slurm's), plan (default: as the plan's ranks reach "
+                  "them) or interleaved (round-robin over the fabric's leaves)")
+      ->check(CLI::IsMember({"block", "plan", "interleaved"}));
   sub->add_option("-o,--output", o->output, "Write to this file instead of stdout");
   sub->add_option("--job-id", o->job_id, "Job id (with --step-id, MASTER_PORT as srun derives it)");
   sub->add_option("--step-id", o->step_id, "Step id of the job (default 0)");
@@ -370,8 +435,8 @@ void add_map(CLI::App& app, Common& common) {
   sub->callback([o, &common] {
     (void)common;
     if (o->format != "table" && o->format != "json" && o->format != "env" &&
-        o->format != "hostfile") {
-      throw UsageError("--of " + o->format + ": expected table, json, env or hostfile");
+        o->format != "hostfile" && o->format != "host-order") {
+      throw UsageError("--of " + o->format + ": expected table, json, env, hostfile or host-order");
     }
     Loaded l = load_inputs(o->in);
     mapper::RankPlan p = mapper::plan(l.fabric, l.nodes, l.request);
@@ -380,6 +445,8 @@ void add_map(CLI::App& app, Common& common) {
       text = render_env(p, l.ids, *o);
     } else if (o->format == "hostfile") {
       text = render_hostfile(p);
+    } else if (o->format == "host-order") {
+      text = render_host_order(p, l.fabric, o->host_order);
     } else {
       mapper::RankPlan topo_plan;
       const mapper::RankPlan* topo = &p;

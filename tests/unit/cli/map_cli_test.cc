@@ -199,6 +199,47 @@ TEST(MapCliTest, HostfileListsRankHosts) {
   EXPECT_EQ(n, 16);
 }
 
+// --of host-order (scripts/calibrate.sh runs nccl-tests in each): on the lab's fabric (node1-2 on
+// leaf1, node3-4 on leaf2) and on the crossed one (node1,3 on leaf1, node2,4 on leaf2), where
+// Slurm's order crosses the spine at every step and the plan does not.
+TEST(MapCliTest, HostOrderBlockPlanInterleaved) {
+  const std::string crossed = "--fabric " + source_dir() + "/tests/e2e/lab-crossed.toml";
+  auto order = [](const std::string& fabric, const std::string& nodes, const std::string& o) {
+    CliRun r = cli("map " + fabric + " --nodes '" + nodes + "' --of host-order --order " + o);
+    EXPECT_EQ(r.rc, 0) << r.err;
+    std::string joined = r.out;
+    std::replace(joined.begin(), joined.end(), '\n', ' ');
+    return joined;
+  };
+  EXPECT_EQ(order(lab_args(), "node[1-4]", "block"), "node1 node2 node3 node4 ");
+  EXPECT_EQ(order(lab_args(), "node[1-4]", "interleaved"), "node1 node3 node2 node4 ");
+  EXPECT_EQ(order(lab_args(), "node[1-3]", "interleaved"), "node1 node3 node2 ");
+  EXPECT_EQ(order(lab_args(), "node[1-4]", "plan"), "node1 node2 node3 node4 ");
+  // One leaf: nothing to interleave.
+  EXPECT_EQ(order(lab_args(), "node[1-2]", "interleaved"), "node1 node2 ");
+  // The crossed fabric: the plan keeps each leaf's hosts together, interleaving is Slurm's order.
+  const std::string plan = order(crossed, "node[1-4]", "plan");
+  EXPECT_TRUE(plan == "node1 node3 node2 node4 " || plan == "node3 node1 node4 node2 " ||
+              plan == "node2 node4 node1 node3 " || plan == "node4 node2 node3 node1 ")
+      << plan;
+  EXPECT_EQ(order(crossed, "node[1-4]", "interleaved"), "node1 node2 node3 node4 ");
+  // The plan's order is what --of hostfile gives, hosts taken at their first rank.
+  CliRun hf = cli("map " + crossed + " --nodes 'node[1-4]' --of hostfile");
+  ASSERT_EQ(hf.rc, 0) << hf.err;
+  std::istringstream in(hf.out);
+  std::string line, first;
+  while (std::getline(in, line)) {
+    if (first.find(line + " ") == std::string::npos) first += line + " ";
+  }
+  EXPECT_EQ(first, plan);
+  // The default order is the plan's; an unknown one is a usage error.
+  EXPECT_EQ(cli("map " + crossed + " --nodes 'node[1-4]' --of host-order").out,
+            cli("map " + crossed + " --nodes 'node[1-4]' --of host-order --order plan").out);
+  CliRun bad = cli("map " + crossed + " --nodes 'node[1-4]' --of host-order --order random");
+  EXPECT_NE(bad.rc, 0);
+  EXPECT_NE(bad.err.find("--order"), std::string::npos) << bad.err;
+}
+
 TEST(MapCliTest, PlainNodeExportsNoInventedNicNames) {
   // PSMN's real dump: its CA descriptions name no device, so a plain node's NIC is the host's
   // fabric port ("port-0"), shown in the plan and never exported to NCCL.
