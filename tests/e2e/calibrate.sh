@@ -111,6 +111,28 @@ calibrate_main() {
     bash -c "grep -q 'git clone https://github.com/NVIDIA/nccl-tests' '$dir/notests.log' &&
              grep -q 'make -j MPI=1 MPI_HOME=' '$dir/notests.log' &&
              ! test -e '$dir/notests/manifest.txt'"
+
+  # `topo-aware calibrate` reads what the script wrote (docs/calibration.md, "Correct the model
+  # with your runs"): every run the manifest says ran is modeled on its hosts in its order, the
+  # host orders are compared, and a fit writes a calibration file. The fake's bus bandwidths are
+  # made up, so the verdict itself is not held to anything here.
+  local ran_lab crc
+  ran_lab=$(grep -c '^ran ' "$dir/lab/manifest.txt")
+  "$CLI" calibrate --check "$dir/lab" --fabric "$SRC/etc/lab-cluster.toml" --of json \
+    >"$dir/lab-check.json" 2>"$dir/lab-check.err"
+  crc=$?
+  check "calibrate --check reads calibrate.sh's results and gives a verdict (exit 0 or 4)" \
+    test "$crc" -eq 0 -o "$crc" -eq 4
+  check "calibrate --check models every run the manifest says ran ($ran_lab)" \
+    python3 -c "import json,sys; d=json.load(open('$dir/lab-check.json')); \
+sys.exit(0 if len(d['runs']) == $ran_lab and not d['skipped'] else 1)"
+  check "calibrate --check compares block and interleaved orders of the same cases" \
+    python3 -c "import json,sys; d=json.load(open('$dir/lab-check.json')); \
+sys.exit(0 if d['cases'] and all({'block','interleaved'} <= set(c['orders']) for c in d['cases']) else 1)"
+  "$CLI" calibrate "$dir/lab" --fabric "$SRC/etc/lab-cluster.toml" -o "$dir/lab-calibration.toml" \
+    >"$dir/lab-fit.out" 2>&1
+  check "calibrate fits the lab's results into a calibration file" \
+    grep -qx 'format = 1' "$dir/lab-calibration.toml"
 }
 
 # The host of each rank in a result file, rank order ("#  Rank  3 Group  0 Pid  123 on  node2 ...").

@@ -392,13 +392,34 @@ Modeled model_run(const Hardware& hw, const Case& c, const CalibrateOptions& o,
   return out;
 }
 
-// NCCL's algorithm at the plateau (calls of at least a quarter of the largest size), by count.
+// NCCL's algorithm at the plateau (calls of the run's collective of at least a quarter of the
+// largest size), by count; empty for alltoall and sendrecv, which NCCL does not tune. Lines
+// before 2.23 name no function: they count for the run's.
 std::string nccl_algorithm(const nt::Run& run) {
+  const char* func = nullptr;
+  switch (run.test) {
+    case nt::Test::kAllReduce:
+      func = "AllReduce";
+      break;
+    case nt::Test::kReduceScatter:
+      func = "ReduceScatter";
+      break;
+    case nt::Test::kAllGather:
+      func = "AllGather";
+      break;
+    case nt::Test::kAllToAll:
+    case nt::Test::kSendRecv:
+    case nt::Test::kOther:
+      return {};
+  }
+  auto ours = [&](const nt::TunedCall& call) { return call.func.empty() || call.func == func; };
   double largest = 0;
-  for (const auto& call : run.calls) largest = std::max(largest, call.bytes);
+  for (const auto& call : run.calls) {
+    if (ours(call)) largest = std::max(largest, call.bytes);
+  }
   std::map<std::string, int> votes;
   for (const auto& call : run.calls) {
-    if (call.bytes >= largest / 4 && !call.algo.empty()) ++votes[call.algo];
+    if (ours(call) && call.bytes >= largest / 4 && !call.algo.empty()) ++votes[call.algo];
   }
   std::string best;
   int most = 0;

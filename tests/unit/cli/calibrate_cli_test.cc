@@ -118,7 +118,8 @@ namespace {
 // `hosts` (in rank order, `gpus` ranks each) whose bus bandwidth is `busbw` GB/s from 1 MiB to
 // 1 GiB after 20 us of latency. Made up for the ranking's logic, never for a figure.
 std::string synthetic_run(const std::string& test, const std::vector<std::string>& hosts,
-                          int gpus, const std::string& order, double busbw) {
+                          int gpus, const std::string& order, double busbw,
+                          const std::string& info = "") {
   const int n = static_cast<int>(hosts.size()) * gpus;
   const double factor = test == "all_reduce" ? 2.0 * (n - 1) / n : (n - 1.0) / n;
   std::string hostlist;
@@ -134,6 +135,7 @@ std::string synthetic_run(const std::string& test, const std::vector<std::string
            hosts[static_cast<std::size_t>(r / gpus)] + " device  " + std::to_string(r % gpus) +
            " [0000:1" + std::to_string(r % gpus) + ":00] NVIDIA H100 80GB HBM3\n";
   }
+  out += info;
   out += "#\n#                                                              out-of-place        "
          "               in-place\n"
          "#       size         count      type   redop    root     time   algbw   busbw #wrong"
@@ -217,8 +219,18 @@ TEST(CalibrateCliTest, CheckSaysWhetherTheModelRanksHostOrdersAsMeasured) {
   auto put = [&](const std::string& name, const std::string& text) {
     std::ofstream(dir + "/" + name) << text;
   };
+  // NCCL's TUNING lines (2.24+ form, src/enqueue.cc) in the block run: what NCCL ran at the
+  // plateau, by count (the 1 MiB call is under a quarter of the largest and does not vote).
   put("4n-8g-block-all_reduce.txt",
-      synthetic_run("all_reduce", {"node1", "node2", "node3", "node4"}, 8, "block", 180));
+      synthetic_run("all_reduce", {"node1", "node2", "node3", "node4"}, 8, "block", 180,
+                    "node1:100:100 [0] NCCL INFO AllReduce: 1048576 Bytes -> Algo TREE proto LL128 "
+          "channel{Lo..Hi}={0..15}\n"
+          "node1:100:100 [0] NCCL INFO AllReduce: 268435456 Bytes -> Algo RING proto SIMPLE "
+          "channel{Lo..Hi}={0..15}\n"
+          "node1:100:100 [0] NCCL INFO AllReduce: 1073741824 Bytes -> Algo RING proto SIMPLE "
+          "channel{Lo..Hi}={0..15}\n"
+          "node1:100:100 [0] NCCL INFO AllGather: 1073741824 Bytes -> Algo NVLS proto SIMPLE "
+          "channel{Lo..Hi}={0..15}\n"));
   put("4n-8g-interleaved-all_reduce.txt",
       synthetic_run("all_reduce", {"node1", "node3", "node2", "node4"}, 8, "interleaved", 110));
   put("2n-8g-leaf-all_gather.txt", synthetic_run("all_gather", {"node1", "node2"}, 8, "leaf", 150));
@@ -250,10 +262,15 @@ TEST(CalibrateCliTest, CheckSaysWhetherTheModelRanksHostOrdersAsMeasured) {
     }
   }
   EXPECT_FALSE(doc["agrees"].get<bool>());
-  // The model's own algorithm for each run, and no NCCL algorithm where the logs have none.
+  // The model's own algorithm for each run; NCCL's only where the log has TUNING lines.
+  EXPECT_EQ(doc["algorithm_known"], 1);
   for (const auto& run : doc["runs"]) {
     EXPECT_FALSE(run["model_algorithm"].get<std::string>().empty());
-    EXPECT_EQ(run["nccl_algorithm"], "");
+    const bool tuned = run["file"].get<std::string>().find("4n-8g-block") != std::string::npos;
+    EXPECT_EQ(run["nccl_algorithm"], tuned ? "Ring" : "") << run.dump();
+    if (tuned) {
+      EXPECT_EQ(doc["algorithm_agrees"], run["model_algorithm"] == "Ring" ? 1 : 0);
+    }
   }
 }
 
