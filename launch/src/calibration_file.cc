@@ -5,10 +5,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
-#include <filesystem>
 #include <string>
-#include <system_error>
 
+#include "toml_file.h"
 #include "topoaware/topology/error.h"
 
 namespace topoaware::launch {
@@ -106,18 +105,7 @@ void read_entry(mapper::Calibration& c, const toml::table& t, const std::string&
 }  // namespace
 
 mapper::Calibration read_calibration(const std::string& path, CalibrationMeta* meta) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    throw Error(ErrorCode::kNotFound, path, "calibration file not found");
-  }
-  toml::table table;
-  try {
-    table = toml::parse_file(path);
-  } catch (const toml::parse_error& e) {
-    throw Error(ErrorCode::kBadInput,
-                topology::where(path, static_cast<long>(e.source().begin.line)),
-                std::string(e.description()));
-  }
+  const toml::table table = internal::parse_toml_file(path, "calibration file not found");
   mapper::Calibration c;
   c.source = path;
   CalibrationMeta m;

@@ -6,10 +6,10 @@
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
-#include <system_error>
 #include <utility>
 
 #include "topoaware/mapper/layout.h"
+#include "toml_file.h"
 #include "topoaware/topology/error.h"
 
 namespace topoaware::launch {
@@ -47,18 +47,7 @@ std::string scalar_text(const toml::node& node, const std::string& key, const st
 }
 
 void load_file(Config& config, const std::string& path) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    throw Error(ErrorCode::kNotFound, path, "config file not found (plugstack config=)");
-  }
-  toml::table table;
-  try {
-    table = toml::parse_file(path);
-  } catch (const toml::parse_error& e) {
-    throw Error(ErrorCode::kBadInput,
-                topology::where(path, static_cast<long>(e.source().begin.line)),
-                std::string(e.description()));
-  }
+  const toml::table table = internal::parse_toml_file(path, "config file not found (plugstack config=)");
   config.path = path;
   for (const auto& [key_node, value] : table) {
     const std::string key(key_node.str());
