@@ -144,6 +144,21 @@ bool weight_pass(const std::vector<WeightGroup>& groups, const NodeSet& within,
   return best_count >= rem_nodes;  // `sufficient`
 }
 
+// "Add lowest weight nodes. Treat similar to required nodes for the job." (both
+// _eval_nodes_topo and eval_nodes_block): req2's nodes go into `chosen` first, off rem_nodes.
+void take_lowest_weights(const std::vector<Node>& nodes, const NodeSet& req2, NodeSet& chosen,
+                         std::size_t& rem_nodes, std::vector<std::string>& trace) {
+  for (std::size_t v = 0; v < nodes.size(); ++v) {
+    if (req2[v]) {
+      chosen[v] = 1;
+      --rem_nodes;
+    }
+  }
+  trace.push_back("all " + std::to_string(count(req2)) +
+                  " free nodes of the lowest weights taken first: " +
+                  node_list(nodes, members(req2)));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Flat: _eval_nodes_consec (topology/common/eval_nodes.c since 24.05; in 22.05 to 23.11 the
 // consecutive-node part of _eval_nodes in select/cons_tres/job_test.c, the same rules).
@@ -496,17 +511,8 @@ Selection select_tree(const std::vector<Node>& nodes, const std::vector<Switch>&
   std::vector<char> required(ns, 0);
   const bool have_req2 = count(req2) > 0;
   if (have_req2) {
-    // "Add lowest weight nodes. Treat similar to required nodes for the job." Every switch they
-    // touch, at any level, becomes required.
-    for (std::size_t v = 0; v < nodes.size(); ++v) {
-      if (req2[v]) {
-        chosen[v] = 1;
-        --rem_nodes;
-      }
-    }
-    trace.push_back(
-        "all " + std::to_string(count(req2)) +
-        " free nodes of the lowest weights taken first: " + node_list(nodes, members(req2)));
+    // The lowest weights first; every switch they touch, at any level, becomes required.
+    take_lowest_weights(nodes, req2, chosen, rem_nodes, trace);
     for (std::size_t i = 0; i < ns; ++i) {
       for (std::size_t v = 0; v < nodes.size(); ++v) {
         if (req2[v] && sw_nodes[i][v]) required[i] = 1;
@@ -769,15 +775,7 @@ Selection select_block(const std::vector<Node>& nodes, const BlockTopology& topo
   std::vector<char> required(nb, 0);
   const bool have_req2 = count(req2) > 0;
   if (have_req2) {
-    for (std::size_t v = 0; v < nodes.size(); ++v) {
-      if (req2[v]) {
-        chosen[v] = 1;
-        --rem_nodes;
-      }
-    }
-    trace.push_back(
-        "all " + std::to_string(count(req2)) +
-        " free nodes of the lowest weights taken first: " + node_list(nodes, members(req2)));
+    take_lowest_weights(nodes, req2, chosen, rem_nodes, trace);
     if (rem_nodes == 0) return selected(chosen, std::move(trace));  // "Scheduling anomaly"
     int last_ll = -1;
     for (std::size_t i = 0; i < nb; ++i) {
