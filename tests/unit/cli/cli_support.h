@@ -64,6 +64,17 @@ inline CliRun cli(const std::string& args, const std::string& limits = {}) {
 }
 
 // Compares with tests/golden/<name>, or rewrites it when UPDATE_GOLDEN=1.
+// The source tree's root: the fixtures' grandparent.
+inline std::string source_dir() {
+  return std::filesystem::path(TOPOAWARE_TEST_FIXTURES).parent_path().parent_path().string();
+}
+
+// The 4-node lab as map takes it: its fabric and the DGX H100 capture for every host.
+inline std::string lab_args() {
+  return "--fabric " + source_dir() + "/etc/lab-cluster.toml --node-type " +
+         std::string(TOPOAWARE_TEST_FIXTURES) + "/nccl-topo/dgx-h100-topo.xml";
+}
+
 inline void expect_golden(const std::string& name, const std::string& actual) {
   namespace fs = std::filesystem;
   std::string path = std::string(TOPOAWARE_TEST_FIXTURES) + "/../golden/" + name;

@@ -25,14 +25,8 @@ namespace {
 using topoaware::test::cli;
 using topoaware::test::CliRun;
 
-std::string source_dir() {
-  return std::filesystem::path(TOPOAWARE_TEST_FIXTURES).parent_path().parent_path().string();
-}
-
-std::string lab_args() {
-  return "--fabric " + source_dir() + "/etc/lab-cluster.toml --node-type " +
-         topoaware::test::fixture("nccl-topo/dgx-h100-topo.xml");
-}
+using topoaware::test::lab_args;
+using topoaware::test::source_dir;
 
 TEST(MapCliTest, EnvLinesPerTaskSortedByName) {
   CliRun r =
