@@ -12,7 +12,8 @@
 # hosts, and leaf-interleaved (the first n of the allocation's hosts taken round-robin over the
 # fabric's leaves, the worst locality host order can give). The order is
 # imposed with srun --distribution=arbitrary and SLURM_HOSTFILE. NCCL_DEBUG=INFO records NCCL's
-# algorithm and channel choices. Never needs root; writes only under --out.
+# algorithm and channel choices. Never needs root; writes only under --out. `topo-aware calibrate`
+# reads the results (--check: the model against them; without: the calibration file).
 #SBATCH --job-name=topo-aware-calibrate
 set -euo pipefail
 
@@ -380,4 +381,6 @@ fi
 ver=$(grep -h -m1 -oE 'NCCL version [0-9][^ ]*' "$out"/*.txt 2>/dev/null | head -1 || true)
 record "# nccl: ${ver:-version not printed}; $nruns ran, $nfailed failed, $nskipped skipped; done $(now)"
 say "$nruns ran, $nfailed failed, $nskipped skipped; results and manifest.txt in $out"
+# What reads them: the model against the runs, then the correction (docs/calibration.md).
+say "next: topo-aware calibrate --check $out ${config:+--config $config}${fabric:+--fabric $fabric}; topo-aware calibrate $out ... -o calibration.toml"
 [ $nfailed -eq 0 ]
