@@ -883,7 +883,8 @@ void add_calibrate(CLI::App& app, Common& common) {
                   "them");
   sub->add_option("--node-type", o->node_type, "Node capture (hwloc or NCCL XML) of every host");
   sub->add_option("--gpus-per-node", o->gpus_per_node,
-                  "GPUs of a plain node model (NVSwitch, a NIC per GPU at --nic-gbps)");
+                  "GPUs of a plain node model (NVSwitch, a NIC per GPU at --nic-gbps); for "
+                  "logs whose rank lines name no hosts, the ranks a host, in block order");
   sub->add_option("--nic-gbps", o->nic_gbps,
                   "NIC speed of plain nodes and of the no-fabric leaf, GB/s (default 50: 400 Gb/s)");
   sub->add_option("--calibration", o->calibration,

@@ -28,7 +28,7 @@ std::string write_scratch(const std::string& name, const std::string& text) {
   return path;
 }
 
-const nlohmann::json& dim(const nlohmann::json& detail, const std::string& name) {
+const nlohmann::json& dim(const nlohmann::json& detail, const char* name) {
   for (const auto& d : detail["dims"]) {
     if (d["dim"] == name) return d;
   }

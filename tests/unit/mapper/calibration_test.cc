@@ -31,7 +31,7 @@ std::size_t class_of(const DimCost& d) {
   return static_cast<std::size_t>(c);
 }
 
-const DimCost& dim(const CostReport& r, const std::string& name) {
+const DimCost& dim(const CostReport& r, const char* name) {
   for (const auto& d : r.dims) {
     if (d.dim == name) return d;
   }
