@@ -256,7 +256,9 @@ inline int dtree_parent(int n, int r, int tree) {
 // groups many times.
 class CollectiveModel {
  public:
-  explicit CollectiveModel(const Traffic& t) : t_(t) {}
+  explicit CollectiveModel(const Traffic& t) : t_(t), calibrated_(t.calibration.measured()) {}
+  // Whether the traffic carries a measured calibration (asked once, not per group).
+  bool calibrated() const { return calibrated_; }
   const nccl::Choice& choice(std::size_t dim, nccl::Func func, const nccl::Comm& c) {
     const Key key{dim, c.ranks, c.nodes, c.max_local_ranks, c.nics, c.sm, c.nic_GBps, c.gpu_GBps,
                   c.nvswitch, c.nvlink, c.amd_cpu};
@@ -309,6 +311,7 @@ class CollectiveModel {
     auto operator<=>(const Key&) const = default;
   };
   const Traffic& t_;
+  bool calibrated_ = false;
   std::map<Key, nccl::Choice> cache_;
   const std::pair<const Key, nccl::Choice>* last_ = nullptr;
   std::map<std::tuple<int, int, double, bool>, double> speedup_;
@@ -398,13 +401,12 @@ GroupCost route_group(const Machine& m, const ResourceIndex& res, const Traffic&
   GroupCost gc;
   // A site's calibration (calibration.h) of the group's class and tier: its bytes weigh 1 /
   // bandwidth on every resource they load (set once NCCL's algorithm is known).
-  const bool calibrated = t.calibration.measured();
+  const bool calibrated = model.calibrated();
   const Tier tier = calibrated ? group_tier(m, members, n) : Tier::kNvlink;
   const Calibration::Entry* entry = nullptr;
   ScaledSink<Sink> scaled{sink, 1.0};
   auto flow = [&](std::uint32_t a, std::uint32_t b, double bytes, std::uint32_t relay) {
-    const int r = entry ? route_flow(m, res, a, b, bytes, relay, scaled)
-                        : route_flow(m, res, a, b, bytes, relay, sink);
+    const int r = route_flow(m, res, a, b, bytes, relay, scaled);
     gc.reached = std::max(gc.reached, r);
     return r;
   };
