@@ -144,6 +144,17 @@ bool weight_pass(const std::vector<WeightGroup>& groups, const NodeSet& within,
   return best_count >= rem_nodes;  // `sufficient`
 }
 
+// The free nodes as a set, and how many (eval_nodes' avail_node_bitmap of a whole-node job).
+std::size_t free_nodes(const std::vector<Node>& nodes, NodeSet& avail) {
+  avail.assign(nodes.size(), 0);
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    avail[i] = nodes[i].free ? 1 : 0;
+    n += avail[i];
+  }
+  return n;
+}
+
 // "Add lowest weight nodes. Treat similar to required nodes for the job." (both
 // _eval_nodes_topo and eval_nodes_block): req2's nodes go into `chosen` first, off rem_nodes.
 void take_lowest_weights(const std::vector<Node>& nodes, const NodeSet& req2, NodeSet& chosen,
@@ -458,12 +469,8 @@ Selection select_tree(const std::vector<Node>& nodes, const std::vector<Switch>&
 
   const SwitchTable t = build_table(switches, nodes.size());
   const std::size_t ns = switches.size();
-  NodeSet avail(nodes.size(), 0);
-  std::size_t free_count = 0;
-  for (std::size_t i = 0; i < nodes.size(); ++i) {
-    avail[i] = nodes[i].free ? 1 : 0;
-    free_count += avail[i];
-  }
+  NodeSet avail;
+  const std::size_t free_count = free_nodes(nodes, avail);
   std::size_t rem_nodes = job.nodes;
   if (free_count < rem_nodes) {  // eval_nodes: fewer free nodes than min_nodes
     return pending(
@@ -672,12 +679,8 @@ Selection select_block(const std::vector<Node>& nodes, const BlockTopology& topo
     }
     for (std::uint32_t v : b.nodes) check_index(v, nodes.size(), "block " + b.name);
   }
-  NodeSet avail(nodes.size(), 0);
-  std::size_t free_count = 0;
-  for (std::size_t i = 0; i < nodes.size(); ++i) {
-    avail[i] = nodes[i].free ? 1 : 0;
-    free_count += avail[i];
-  }
+  NodeSet avail;
+  const std::size_t free_count = free_nodes(nodes, avail);
   std::size_t rem_nodes = job.nodes;
   if (free_count < rem_nodes) {
     return pending(
