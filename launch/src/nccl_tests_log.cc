@@ -655,19 +655,24 @@ std::vector<Run> read(const std::string& path) {
 
 double busbw_factor(Test t, int nranks) {
   if (nranks < 1) return 0;
-  const double n = nranks;
+  return mapper::busbw::busbw_factor(model_collective(t), nranks);
+}
+
+mapper::busbw::Collective model_collective(Test t) {
+  using C = mapper::busbw::Collective;
   switch (t) {
     case Test::kAllReduce:
-      return 2 * (n - 1) / n;
+      return C::kAllReduce;
     case Test::kReduceScatter:
     case Test::kAllGather:
+      return C::kAllGather;
     case Test::kAllToAll:
-      return (n - 1) / n;
+      return C::kAllToAll;
     case Test::kSendRecv:
     case Test::kOther:
       break;
   }
-  return 1;
+  return C::kSendRecv;
 }
 
 // Weighted least squares of time_us = a + b * bytes over the out-of-place rows, weight 1/time.

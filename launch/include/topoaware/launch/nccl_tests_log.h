@@ -27,6 +27,8 @@
 #include <string_view>
 #include <vector>
 
+#include "topoaware/mapper/busbw_model.h"
+
 namespace topoaware::launch::nccltests {
 
 enum class Test { kAllReduce, kReduceScatter, kAllGather, kAllToAll, kSendRecv, kOther };
@@ -122,5 +124,9 @@ Fit fit(const Run& run);
 // nccl-tests' bus bandwidth factor (its doc/PERFORMANCE.md and src/*.cu): 2(n-1)/n all_reduce,
 // (n-1)/n reduce_scatter, all_gather and alltoall, 1 sendrecv and the rest; 0 when nranks < 1.
 double busbw_factor(Test t, int nranks);
+
+// The collective the cost model runs for a test (busbw_model.h): reduce_scatter as all_gather
+// (NCCL tunes them alike), kOther as sendrecv (factor 1).
+mapper::busbw::Collective model_collective(Test t);
 
 }  // namespace topoaware::launch::nccltests
