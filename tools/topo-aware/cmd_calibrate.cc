@@ -53,6 +53,7 @@
 #include "topoaware/topology/error.h"
 #include "topoaware/topology/fabric.h"
 #include "topoaware/topology/node.h"
+#include "topoaware/topology/paths.h"
 #include "topoaware/topology/sources.h"
 
 namespace topoaware::cli {
@@ -166,40 +167,25 @@ std::vector<std::pair<std::string, std::string>> result_files(const std::vector<
   return out;
 }
 
-mapper::busbw::Collective collective_of(nt::Test t) {
-  using C = mapper::busbw::Collective;
-  switch (t) {
-    case nt::Test::kAllReduce:
-      return C::kAllReduce;
-    case nt::Test::kReduceScatter:
-    case nt::Test::kAllGather:
-      return C::kAllGather;  // NCCL tunes reduce-scatter and all-gather alike
-    case nt::Test::kAllToAll:
-      return C::kAllToAll;
-    case nt::Test::kSendRecv:
-    case nt::Test::kOther:
-      break;
-  }
-  return C::kSendRecv;
-}
-
 // A plain node's GPUs by the name nccl-tests prints for them: NVLink per GPU is NCCL's per-lane
-// figure times the lanes (docs/calibration.md, "How a case is computed"), the compute capability
-// picks NCCL's tables. Unknown names are taken for H100s, and the output says which was used.
+// figure for the compute capability times the lanes (docs/calibration.md, "How a case is
+// computed"), which also picks NCCL's tables. Unknown names are taken for H100s, and the output
+// says which was used.
 struct Generation {
   const char* name;
   int sm;
-  double nvlink_gbps;
+  int lanes;
+  double nvlink_gbps() const { return lanes * topology::nvlink_lane_bandwidth(sm); }
 };
 Generation generation_of(const std::string& gpu) {
   if (gpu.find("A100") != std::string::npos || gpu.find("A800") != std::string::npos) {
-    return {"A100", 80, 240};
+    return {"A100", 80, 12};
   }
   if (gpu.find("B200") != std::string::npos || gpu.find("B100") != std::string::npos ||
       gpu.find("B300") != std::string::npos) {
-    return {"B200", 100, 721.8};
+    return {"B200", 100, 18};
   }
-  return {"H100", 90, 370.8};
+  return {"H100", 90, 18};
 }
 
 // What the hardware is: the fabric and a node model per host.
@@ -259,11 +245,11 @@ class Hardware {
         auto [it, fresh] = by_generation.emplace(gen.name, nullptr);
         if (fresh) {
           store_.push_back(std::make_unique<topology::NodeTopology>(
-              mapper::make_node(g, g, gen.nvlink_gbps, o.nic_gbps, gen.sm)));
+              mapper::make_node(g, g, gen.nvlink_gbps(), o.nic_gbps, gen.sm)));
           it->second = store_.back().get();
           assumed_ += std::string(assumed_.empty() ? "" : "; ") + "plain nodes of " +
                       std::to_string(g) + " " + gen.name + " GPUs on an NVSwitch (" +
-                      figure(gen.nvlink_gbps) + " GB/s of NVLink each" +
+                      figure(gen.nvlink_gbps()) + " GB/s of NVLink each" +
                       (gpu.empty() ? std::string(", no GPU named in the runs")
                                    : ", from the runs' \"" + gpu + "\"") +
                       "), a " + figure(o.nic_gbps) + " GB/s NIC each";
@@ -305,87 +291,48 @@ mapper::nccl::Version version_of(const CalibrateOptions& o, const nt::Run& run) 
   return v;
 }
 
-// The modeled run: the same collective over the same hosts in the same rank order, at each size
-// the run measured, as nccl-tests rows (time and bus bandwidth), fitted like the measurement.
+// How NCCL was set up for a run, from its log: its release, NCCL_ALGO, CollNet.
+mapper::busbw::NcclSetup setup_of(const CalibrateOptions& o, const nt::Run& run) {
+  mapper::busbw::NcclSetup setup;
+  setup.version = version_of(o, run);
+  auto env = run.nccl_env.find("NCCL_ALGO");
+  if (env != run.nccl_env.end()) {
+    const int cls = mapper::calibration_class(env->second);
+    if (cls >= 0 && static_cast<std::size_t>(cls) < mapper::kP2pClass) {
+      setup.algo = static_cast<mapper::nccl::Algo>(cls);
+    }
+  }
+  auto coll = run.nccl_env.find("NCCL_COLLNET_ENABLE");
+  setup.collnet = coll != run.nccl_env.end() && coll->second == "1";
+  return setup;
+}
+
+// The modeled run: the same collective over the same ranks (busbw_model.h RankedRun) at each size
+// the run measured, as nccl-tests rows (time and bus bandwidth), fitted like the measurement;
+// NCCL's algorithm and the tier at the largest size.
 struct Modeled {
   nt::Fit fit;
   std::string algo;
   Tier tier = Tier::kNvlink;
 };
 
-Modeled model_run(const Hardware& hw, const Case& c, const CalibrateOptions& o,
-                  const mapper::Calibration& calibration) {
-  mapper::Request req;
-  std::vector<const topology::NodeTopology*> nodes;
-  std::map<std::string, int> count;
-  for (const auto& h : c.rank_hosts) ++count[h];
-  for (const auto& h : c.hosts) {
-    req.hosts.push_back(h);
-    req.tasks_per_host.push_back(count[h]);
-    nodes.push_back(hw.node(h));
-  }
-  const long long n = static_cast<long long>(c.rank_hosts.size());
-  req.layout = mapper::parse_layout("dp=" + std::to_string(n));
-  mapper::Instance in = mapper::make_instance(hw.fabric(), nodes, req);
-  // Rank r on its host's next GPU: block_slot holds each request host's tasks in a row.
-  std::map<std::string, std::size_t> base, used;
-  std::size_t t = 0;
-  for (std::size_t h = 0; h < req.hosts.size(); ++h) {
-    base[req.hosts[h]] = t;
-    t += static_cast<std::size_t>(req.tasks_per_host[h]);
-  }
-  std::vector<std::uint32_t> slot_of_rank;
-  for (const auto& h : c.rank_hosts) slot_of_rank.push_back(in.block_slot[base[h] + used[h]++]);
-
-  mapper::busbw::NcclSetup setup;
-  setup.version = version_of(o, c.run);
-  auto env = c.run.nccl_env.find("NCCL_ALGO");
-  if (env != c.run.nccl_env.end()) {
-    const int cls = mapper::calibration_class(env->second);
-    if (cls >= 0 && static_cast<std::size_t>(cls) < mapper::kP2pClass) {
-      setup.algo = static_cast<mapper::nccl::Algo>(cls);
-    }
-  }
-  auto coll = c.run.nccl_env.find("NCCL_COLLNET_ENABLE");
-  setup.collnet = coll != c.run.nccl_env.end() && coll->second == "1";
-
+Modeled model_run(const mapper::busbw::RankedRun& ranked, const Case& c,
+                  const mapper::busbw::NcclSetup& setup) {
   nt::Run rows = c.run;
   rows.calls.clear();
   Modeled out;
   double largest = 0;
   for (nt::Row& row : rows.rows) {
     if (row.bytes <= 0) continue;
-    mapper::Traffic traffic = mapper::busbw::collective_traffic(c.collective, n, row.bytes);
-    if (c.collective == mapper::busbw::Collective::kSendRecv) {
-      // nccl-tests' sendrecv, rank r to r+1: a ring exchange, so that it is a group the
-      // calibration's p2p class applies to (the explicit matrix has no group).
-      traffic.matrix.clear();
-      mapper::DimTraffic d;
-      d.name = "sendrecv";
-      d.size = static_cast<int>(n);
-      d.calls = 1;
-      d.bytes = row.bytes;
-      d.collective = mapper::Collective::kRingExchange;
-      d.pattern = mapper::pattern_of(d.collective);
-      traffic.dims.push_back(d);
-    }
-    traffic.nccl = setup.version;
-    traffic.collnet = setup.collnet;
-    traffic.nccl_algo = setup.algo;
-    traffic.calibration = calibration;
-    const mapper::CostReport r = mapper::evaluate(in.machine, traffic, slot_of_rank);
-    const double us = r.seconds * 1e6;
+    const mapper::busbw::ModeledBusbw m = ranked.model(c.collective, row.bytes, setup);
+    const double us = m.seconds * 1e6;
     row.oop_time_us = row.ip_time_us = us;
     row.oop_algbw = row.ip_algbw = us > 0 ? row.bytes / us / 1e3 : 0;
-    row.oop_busbw = row.ip_busbw =
-        row.oop_algbw * mapper::busbw::busbw_factor(c.collective, n);
-    if (row.bytes >= largest && !r.dims.empty()) {
+    row.oop_busbw = row.ip_busbw = m.gbps;
+    if (row.bytes >= largest) {
       largest = row.bytes;
-      const mapper::DimCost& d = r.dims.front();
-      out.algo = d.nccl.empty() ? "p2p" : d.nccl;
-      out.tier = d.groups_across > 0 ? Tier::kSpine
-                 : d.groups_in_leaf > 0 ? Tier::kLeaf
-                                        : Tier::kNvlink;
+      out.algo = m.nccl.empty() ? "p2p" : m.nccl;
+      out.tier = m.tier;
     }
   }
   out.fit = nt::fit(rows);
@@ -509,7 +456,7 @@ std::vector<Case> load_cases(const CalibrateOptions& o) {
         if (most != least) c.skipped = "hosts run different numbers of ranks";
         c.gpus_per_node = most;
       }
-      c.collective = collective_of(c.run.test);
+      c.collective = nt::model_collective(c.run.test);
       c.order = c.header.count("order") ? c.header.at("order") : std::string();
       if (c.order.empty()) {
         for (const auto& h : c.hosts) c.order += (c.order.empty() ? "" : ",") + h;
@@ -575,11 +522,15 @@ void model_cases(std::vector<Case>& cases, const CalibrateOptions& o,
   for (Case& c : cases) {
     if (!c.skipped.empty()) continue;
     c.measured = nt::fit(c.run);
-    const Modeled m = model_run(hw, c, o, mapper::Calibration{});
+    const mapper::busbw::RankedRun ranked(hw.fabric(), c.rank_hosts,
+                                          [&](const std::string& h) { return hw.node(h); });
+    mapper::busbw::NcclSetup setup = setup_of(o, c.run);
+    const Modeled m = model_run(ranked, c, setup);
     c.modeled = m.fit;
     c.model_algo = m.algo;
     c.tier = m.tier;
-    c.corrected = calibration.measured() ? model_run(hw, c, o, calibration).fit : m.fit;
+    setup.calibration = calibration;
+    c.corrected = calibration.measured() ? model_run(ranked, c, setup).fit : m.fit;
     c.nccl_algo = nccl_algorithm(c.run);
     const int cls = mapper::calibration_class(c.model_algo);
     if (cls < 0) {
