@@ -46,20 +46,37 @@ Ids parse_ids(std::string_view text) {
   throw Error("ids=" + std::string(text) + ": expected plan or slurm");
 }
 
+namespace {
+
+// Calls `visit(item, is_file_tail)` for each comma-separated item, the file:PATH tail whole.
+template <typename F>
+void for_each_item(std::string_view spec, F&& visit) {
+  std::string_view rest = spec;
+  while (!rest.empty()) {
+    if (trim(rest).substr(0, 5) == "file:") {
+      visit(rest, true);
+      return;
+    }
+    const std::size_t comma = rest.find(',');
+    visit(rest.substr(0, comma), false);
+    if (comma == std::string_view::npos) return;
+    rest = rest.substr(comma + 1);
+  }
+}
+
+}  // namespace
+
 LaunchSpec parse_launch_spec(std::string_view spec) {
   LaunchSpec out;
   std::string layout;
   bool seen_launcher = false, seen_nproc = false;
-  std::string_view rest = trim(spec);
-  while (!rest.empty()) {
+  for_each_item(trim(spec), [&](std::string_view raw, bool tail) {
     // file:PATH is the last item: its path may hold commas.
-    if (rest.substr(0, 5) == "file:") {
-      layout += (layout.empty() ? "" : ",") + std::string(rest);
-      break;
+    if (tail) {
+      layout += (layout.empty() ? "" : ",") + std::string(raw);
+      return;
     }
-    const std::size_t comma = rest.find(',');
-    const std::string_view item = trim(rest.substr(0, comma));
-    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    const std::string_view item = trim(raw);
     const std::size_t eq = item.find('=');
     const std::string_view key = trim(item.substr(0, eq));
     const std::string_view value = eq == std::string_view::npos ? "" : trim(item.substr(eq + 1));
@@ -86,7 +103,7 @@ LaunchSpec parse_launch_spec(std::string_view spec) {
     } else {
       layout += (layout.empty() ? "" : ",") + std::string(item);
     }
-  }
+  });
   if (out.nproc > 0 && out.launcher == Launcher::kPerGpu) {
     throw Error("nproc=" + std::to_string(out.nproc) +
                 " is for a per-node launcher; launcher=per-gpu runs one task per GPU");
@@ -96,26 +113,6 @@ LaunchSpec parse_launch_spec(std::string_view spec) {
   out.layout = std::move(layout);
   return out;
 }
-
-namespace {
-
-// Calls `visit(item, is_file_tail)` for each comma-separated item, the file:PATH tail whole.
-template <typename F>
-void for_each_item(std::string_view spec, F&& visit) {
-  std::string_view rest = spec;
-  while (!rest.empty()) {
-    if (trim(rest).substr(0, 5) == "file:") {
-      visit(rest, true);
-      return;
-    }
-    const std::size_t comma = rest.find(',');
-    visit(rest.substr(0, comma), false);
-    if (comma == std::string_view::npos) return;
-    rest = rest.substr(comma + 1);
-  }
-}
-
-}  // namespace
 
 bool asks_shadow(std::string_view spec) {
   bool shadow = false;
