@@ -10,6 +10,7 @@
 #include "topoaware/launch/inputs.h"
 #include "topoaware/launch/port.h"
 #include "topoaware/launch/request.h"
+#include "topoaware/launch/shadow.h"
 #include "topoaware/topology/error.h"
 
 namespace topoaware::spank {
@@ -124,7 +125,7 @@ SrunVerdict check_on_srun(const launch::Config& config, const std::vector<std::s
   }
   const bool judge = config.judge_allocation;
   if (!judge && !shadow) return verdict;
-  verdict.spread = spread_text(allocation_spread(fabric, hosts));
+  verdict.spread = launch::format_spread(allocation_spread(fabric, hosts));
   if (judge) {
     bool spread = false;
     std::string line = "topo-aware: job " + std::to_string(step.job_id) + ": " +

@@ -37,7 +37,7 @@ struct SrunVerdict {
   std::string digest;  // encode()'d, for SLURM_TOPO_AWARE_DIGEST
   std::string health;  // health_text srun planned with, for SLURM_TOPO_AWARE_HEALTH
   std::string inputs;  // inputs_hash() of the digest: the shadow line's digest=
-  std::string spread;  // spread_text() of the allocation, "-" when it was not judged
+  std::string spread;  // launch::format_spread() of the allocation, "-" when it was not judged
   // srun's plan of the step against Slurm's block order (modeled seconds the step waits for),
   // when it made one; else why not.
   std::optional<double> plan_seconds;

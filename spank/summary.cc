@@ -26,11 +26,11 @@ std::string seconds_text(double s) {
 
 }  // namespace
 
-std::vector<LevelSpread> allocation_spread(const topology::Fabric& fabric,
-                                           const std::vector<std::string>& hosts) {
+std::vector<launch::SpreadLevel> allocation_spread(const topology::Fabric& fabric,
+                                                   const std::vector<std::string>& hosts) {
   std::vector<std::uint32_t> index;
   for (const auto& h : hosts) index.push_back(static_cast<std::uint32_t>(fabric.find_host(h)));
-  std::vector<LevelSpread> out;
+  std::vector<launch::SpreadLevel> out;
   for (const auto& level : fabric.levels) {
     if (level.name == "host" || level.group_of_host.size() != fabric.hosts.size()) continue;
     std::set<std::uint32_t> used;
@@ -51,15 +51,6 @@ std::vector<LevelSpread> allocation_spread(const topology::Fabric& fabric,
     out.push_back({level.name, used.size(), fewest});
   }
   return out;
-}
-
-std::string spread_text(const std::vector<LevelSpread>& spread) {
-  std::string out;
-  for (const auto& l : spread) {
-    out += (out.empty() ? "" : ",") + l.level + ":" + std::to_string(l.used) + "/" +
-           std::to_string(l.fewest);
-  }
-  return out.empty() ? "-" : out;
 }
 
 std::string judge_line(const topology::Fabric& fabric, const std::vector<std::string>& hosts,

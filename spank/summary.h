@@ -6,22 +6,17 @@
 #include <string>
 #include <vector>
 
+#include "topoaware/launch/shadow.h"
 #include "topoaware/mapper/plan.h"
 #include "topoaware/topology/fabric.h"
 
 namespace topoaware::spank {
 
 // Per locality level above the host (leaf, spine, ...): the groups the allocation spans, and the
-// fewest groups that could hold as many usable hosts.
-struct LevelSpread {
-  std::string level;
-  std::size_t used = 0;
-  std::size_t fewest = 0;
-};
-std::vector<LevelSpread> allocation_spread(const topology::Fabric& fabric,
-                                           const std::vector<std::string>& hosts);
-// The shadow line's form of it, "leaf:2/1,spine:1/1" (used/fewest), or "-" for no level.
-std::string spread_text(const std::vector<LevelSpread>& spread);
+// fewest groups that could hold as many usable hosts (the shadow line's spread=,
+// launch::format_spread).
+std::vector<launch::SpreadLevel> allocation_spread(const topology::Fabric& fabric,
+                                                   const std::vector<std::string>& hosts);
 
 // One line on how spread the allocation is: per locality level above the host, the groups it spans
 // against the fewest groups that could hold the same number of usable hosts. *spread is set when it

@@ -4,10 +4,14 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstddef>
 #include <cstdio>
 #include <map>
 #include <system_error>
+#include <string>
+#include <string_view>
 #include <utility>
+#include <vector>
 
 #include "topoaware/topology/error.h"
 
@@ -102,6 +106,39 @@ const char* to_string(ShadowVerdict verdict) {
 
 double saving_percent(double plan_seconds, double block_seconds) {
   return block_seconds > 0 ? (block_seconds - plan_seconds) / block_seconds * 100 : 0;
+}
+
+std::string format_spread(const std::vector<SpreadLevel>& spread) {
+  std::string out;
+  for (const auto& l : spread) {
+    out += (out.empty() ? "" : ",") + l.level + ":" + std::to_string(l.used) + "/" +
+           std::to_string(l.fewest);
+  }
+  return out.empty() ? "-" : out;
+}
+
+std::vector<SpreadLevel> parse_spread(std::string_view text) {
+  std::vector<SpreadLevel> out;
+  auto number = [](std::string_view t, std::size_t& v) {
+    const auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+    return ec == std::errc() && ptr == t.data() + t.size() && !t.empty();
+  };
+  while (!text.empty()) {
+    const std::size_t comma = text.find(',');
+    const std::string_view item = text.substr(0, comma);
+    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
+    const std::size_t colon = item.find(':'), slash = item.find('/');
+    if (colon == std::string_view::npos || slash == std::string_view::npos || slash < colon) {
+      continue;
+    }
+    SpreadLevel l;
+    l.level = std::string(item.substr(0, colon));
+    if (number(item.substr(colon + 1, slash - colon - 1), l.used) &&
+        number(item.substr(slash + 1), l.fewest)) {
+      out.push_back(std::move(l));
+    }
+  }
+  return out;
 }
 
 std::string format_shadow_line(const ShadowRecord& r) {

@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdio>
-#include <exception>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -56,23 +55,9 @@ double percentile(const std::vector<double>& sorted, double p) {
 
 // More spread than the fabric allows at some level ("leaf:2/1": used > fewest).
 bool over_spread(const std::string& spread) {
-  std::size_t i = 0;
-  while (i < spread.size()) {
-    const std::size_t end = std::min(spread.find(',', i), spread.size());
-    const std::string item = spread.substr(i, end - i);
-    const std::size_t colon = item.find(':'), slash = item.find('/');
-    if (colon != std::string::npos && slash != std::string::npos && slash > colon) {
-      try {
-        if (std::stoul(item.substr(colon + 1, slash - colon - 1)) >
-            std::stoul(item.substr(slash + 1))) {
-          return true;
-        }
-      } catch (const std::exception&) {
-      }
-    }
-    i = end + 1;
-  }
-  return false;
+  const auto levels = launch::parse_spread(spread);
+  return std::any_of(levels.begin(), levels.end(),
+                     [](const launch::SpreadLevel& l) { return l.used > l.fewest; });
 }
 
 // The text output's reasons per verdict: the most frequent; --of json lists all.

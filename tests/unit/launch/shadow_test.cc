@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "topoaware/topology/error.h"
 
@@ -124,6 +125,24 @@ TEST(ShadowLine, MalformedLinesNameWhere) {
   EXPECT_EQ(error_of(good + " stray"), "log:7: expected key=value, found 'stray'");
   EXPECT_EQ(error_of(good.substr(0, 25)),
             "log:7: not a shadow line: expected 'topo-aware shadow' after the time");
+}
+
+// The spread field has one format, written by srun and read by shadow-report.
+TEST(ShadowLine, SpreadReadsBackAndSkipsWhatIsNotALevel) {
+  const std::vector<SpreadLevel> levels = {{"leaf", 2, 1}, {"spine", 1, 1}};
+  EXPECT_EQ(format_spread(levels), "leaf:2/1,spine:1/1");
+  EXPECT_EQ(format_spread({}), "-");
+  const auto back = parse_spread("leaf:2/1,spine:1/1");
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_EQ(back[0].level, "leaf");
+  EXPECT_EQ(back[0].used, 2u);
+  EXPECT_EQ(back[0].fewest, 1u);
+  EXPECT_EQ(back[1].level, "spine");
+  EXPECT_TRUE(parse_spread("-").empty());
+  const auto some = parse_spread("leaf:x/1,pod:3/,rack/2:1,spine:4/2");
+  ASSERT_EQ(some.size(), 1u);
+  EXPECT_EQ(some[0].level, "spine");
+  EXPECT_EQ(some[0].used, 4u);
 }
 
 TEST(ShadowLine, SavingIsAgainstSlurmsOrder) {

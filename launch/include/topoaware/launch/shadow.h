@@ -11,10 +11,12 @@
 // the end, never rename or drop one. Errors are thrown as topology::Error naming where.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace topoaware::launch {
 
@@ -48,6 +50,18 @@ struct ShadowRecord {
   ShadowVerdict verdict = ShadowVerdict::kWouldApply;
   std::string reason;  // for would-refuse and error
 };
+
+// One locality level above the host (leaf, spine, ...) of an allocation: the groups it spans, and
+// the fewest groups that could hold as many usable hosts.
+struct SpreadLevel {
+  std::string level;
+  std::size_t used = 0;
+  std::size_t fewest = 0;
+};
+// The line's `spread=` field: "leaf:2/1,spine:1/1" (used/fewest), "-" for no level.
+std::string format_spread(const std::vector<SpreadLevel>& spread);
+// Its levels back; items that do not read as level:used/fewest are left out.
+std::vector<SpreadLevel> parse_spread(std::string_view text);
 
 // The saving of a plan over Slurm's order, in percent of Slurm's order (positive: the plan's
 // communication is shorter); 0 when Slurm's order costs nothing. srun's -v summary prints the
