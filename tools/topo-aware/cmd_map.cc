@@ -335,9 +335,11 @@ std::string render_host_order(const mapper::RankPlan& p, const topology::Fabric&
       seen[t->host] = 1;
     }
   } else {  // interleaved
+    // The leaves: the innermost level whose groups switches join (tier 1), whatever the fabric
+    // calls it ("leaf", a topology/block "block", a TOML unit's own name).
     const topology::LocalityLevel* leaf = nullptr;
     for (const auto& lv : f.levels) {
-      if (lv.name == "leaf" || lv.name == "block") {
+      if (lv.tier >= 1 && lv.group_of_host.size() == f.hosts.size()) {
         leaf = &lv;
         break;
       }
@@ -349,8 +351,8 @@ std::string render_host_order(const mapper::RankPlan& p, const topology::Fabric&
     for (std::uint32_t h = 0; h < p.hosts.size(); ++h) {
       std::uint32_t g = 0;
       if (leaf != nullptr) {
-        auto it = f.host_index.find(p.hosts[h]);
-        g = it == f.host_index.end() ? ~std::uint32_t{0} : leaf->group_of_host[it->second];
+        const std::int64_t at = f.find_host(p.hosts[h]);
+        g = at < 0 ? ~std::uint32_t{0} : leaf->group_of_host[static_cast<std::size_t>(at)];
       }
       auto [slot, fresh] = group_slot.emplace(g, groups.size());
       if (fresh) groups.emplace_back();
