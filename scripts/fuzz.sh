@@ -30,7 +30,7 @@ if [ ! -f "$build/build.ninja" ]; then
     -DTOPOAWARE_BUILD_TESTS=OFF -DTOPOAWARE_BUILD_SPANK=OFF -DTOPOAWARE_BUILD_BENCH=OFF >/dev/null
 fi
 targets=(input_format nccl_xml hwloc_xml ibnetdiscover slurm_topology fabric_toml fabric_json
-         hostlist plugin_config plugstack shadow_line layout_spec job_toml)
+         lingjun_csv hostlist plugin_config plugstack shadow_line layout_spec job_toml)
 [ $# -gt 0 ] && targets=("$@")
 for skip in ${FUZZ_SKIP:-}; do
   for i in "${!targets[@]}"; do [ "${targets[$i]}" = "$skip" ] && unset 'targets[i]'; done
@@ -51,10 +51,11 @@ seed hwloc_xml "$fx"/hwloc/*.xml
 seed ibnetdiscover "$fx"/ibnetdiscover/*.txt "$shared"/fixtures/ibnetdiscover/*.txt
 seed slurm_topology "$fx"/slurm-topology/*.conf "$shared"/fixtures/slurm-topology/*.conf
 seed fabric_toml etc/cluster-*.toml etc/lab-cluster.toml
+seed lingjun_csv "$fx"/lingjun/topo.csv
 seed plugin_config etc/topo-aware.toml
 seed shadow_line "$fx"/shadow/*.log
 seed input_format "$fx"/slurm-topology/*.conf "$fx"/ibnetdiscover/*.txt "$fx"/nccl-topo/aws-*.xml \
-  etc/lab-cluster.toml "$shared"/fixtures/nvidia-smi-topo/*.txt "$shared"/fixtures/slurm-topology/*.yaml
+  "$fx"/lingjun/topo.csv etc/lab-cluster.toml "$shared"/fixtures/nvidia-smi-topo/*.txt "$shared"/fixtures/slurm-topology/*.yaml
 mkdir -p "$build/corpus/fabric_json" "$build/corpus/hostlist" "$build/corpus/plugstack" \
   "$build/corpus/layout_spec" "$build/corpus/job_toml"
 # Fabric JSON as `fabric --of json` writes it, when a release build is there (scripts/test.sh

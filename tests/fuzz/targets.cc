@@ -145,6 +145,7 @@ const std::vector<Target> kTargets = {
     {"slurm_topology", [](std::string_view d) { fabric(d, InputFormat::kSlurmTopology); }},
     {"fabric_toml", [](std::string_view d) { fabric(d, InputFormat::kFabricToml); }},
     {"fabric_json", [](std::string_view d) { fabric(d, InputFormat::kFabricJson); }},
+    {"lingjun_csv", [](std::string_view d) { fabric(d, InputFormat::kLingjunCsv); }},
     {"hostlist",
      [](std::string_view d) {
        guarded([&] {

@@ -43,7 +43,8 @@ inline CLI::Option* add_input_format_option(CLI::App& sub, std::string& format,
   std::vector<std::string> names = {"auto"};
   for (auto f : {topology::InputFormat::kIbnetdiscover, topology::InputFormat::kSlurmTopology,
                  topology::InputFormat::kFabricToml, topology::InputFormat::kFabricJson,
-                 topology::InputFormat::kHwlocXml, topology::InputFormat::kNcclXml}) {
+                 topology::InputFormat::kLingjunCsv, topology::InputFormat::kHwlocXml,
+                 topology::InputFormat::kNcclXml}) {
     if (topology::format_of_kind(f, kind)) names.emplace_back(topology::to_string(f));
   }
   return sub

@@ -25,11 +25,13 @@ struct FormatName {
   const char* what;  // in messages: "an ibnetdiscover dump"
 };
 
-constexpr std::array<FormatName, 6> kFormats = {{
+constexpr std::array<FormatName, 7> kFormats = {{
     {InputFormat::kIbnetdiscover, "ibnetdiscover", InputKind::kFabric, "an ibnetdiscover dump"},
     {InputFormat::kSlurmTopology, "slurm-topology", InputKind::kFabric, "a Slurm topology.conf"},
     {InputFormat::kFabricToml, "toml", InputKind::kFabric, "a TOML fabric description"},
     {InputFormat::kFabricJson, "json", InputKind::kFabric, "topo-aware's fabric JSON"},
+    {InputFormat::kLingjunCsv, "lingjun-csv", InputKind::kFabric,
+     "an Alibaba Lingjun topology CSV"},
     {InputFormat::kHwlocXml, "hwloc-xml", InputKind::kNode, "hwloc XML (lstopo --of xml)"},
     {InputFormat::kNcclXml, "nccl-xml", InputKind::kNode, "NCCL topology XML"},
 }};
@@ -255,6 +257,7 @@ enum class Found : std::uint8_t {
   kTomlStrong,  // one of the TOML description's own tables
   kTomlWeak,    // some TOML-looking line
   kJson,
+  kLingjunCsv,
   kHwlocXml,
   kNcclXml,
   kNcclGraph,
@@ -294,6 +297,28 @@ std::string xml_root(std::string_view text, std::size_t pos) {
     return std::string(rest.substr(1, n - 1));
   }
   return {};
+}
+
+// The header of Alibaba's Lingjun topology CSV: the columns ip, DSW, PSW and ASW in any order
+// and case (the file as published has `ip,DSW,PSW,ASW`).
+bool looks_like_lingjun_header(std::string_view line) {
+  if (line.size() > 64) return false;
+  unsigned seen = 0;
+  std::size_t start = 0;
+  int fields = 0;
+  while (true) {
+    std::size_t comma = line.find(',', start);
+    std::string_view field =
+        trim(line.substr(start, comma == std::string_view::npos ? comma : comma - start));
+    ++fields;
+    const std::array<std::string_view, 4> names = {"ip", "dsw", "psw", "asw"};
+    for (std::size_t k = 0; k < names.size(); ++k) {
+      if (field.size() == names[k].size() && starts_with_ci(field, names[k])) seen |= 1u << k;
+    }
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  return fields == 4 && seen == 0xF;
 }
 
 bool looks_like_nvidia_smi(std::string_view line) {
@@ -346,6 +371,7 @@ Evidence scan(std::string_view text) {
       continue;
     }
     if (looks_like_nvidia_smi(line)) return hit(Found::kNvidiaSmi);
+    if (looks_like_lingjun_header(line)) return hit(Found::kLingjunCsv);
     if (line == "---" || line.substr(0, 11) == "- topology:" || line.substr(0, 9) == "topology:") {
       return hit(Found::kTopologyYaml);
     }
@@ -535,6 +561,10 @@ InputFormat detect_format(std::string_view text, InputKind kind, const std::stri
       break;
     case Found::kJson:
       if (fabric) return InputFormat::kFabricJson;
+      break;
+    case Found::kLingjunCsv:
+      if (fabric) return InputFormat::kLingjunCsv;
+      other_kind("an Alibaba Lingjun topology CSV");
       break;
     case Found::kHwlocXml:
       if (!fabric) return InputFormat::kHwlocXml;

@@ -130,6 +130,34 @@ TEST(FabricCli, JsonForScriptsAndOutputFile) {
   EXPECT_TRUE(j["anomalies"].is_array());
 }
 
+// The real Alibaba Lingjun fabric (tests/fixtures/lingjun/topo.csv), recognized from its
+// header: a table, JSON with each host's blinded id, and a topology.conf Slurm can load.
+TEST(FabricCli, LingjunCsvAsTableJsonAndSlurmTree) {
+  CliRun t = cli("fabric -i lingjun/topo.csv");
+  ASSERT_EQ(t.rc, 0) << t.err;
+  for (const char* s : {"123 switches, 847 hosts", "lj", "placeholder of 100 Gb/s"}) {
+    EXPECT_NE(t.out.find(s), std::string::npos) << s << "\n" << t.out;
+  }
+  CliRun j = cli("fabric -i lingjun/topo.csv --format lingjun-csv --of json");
+  ASSERT_EQ(j.rc, 0) << j.err;
+  nlohmann::json doc = nlohmann::json::parse(j.out);
+  ASSERT_EQ(doc["hosts"].size(), 847u);
+  EXPECT_EQ(doc["hosts"][0]["name"], "lj001");
+  EXPECT_EQ(doc["hosts"][0]["source_id"],
+            "0c9d9de1b19e7f39b08f49ddfa26744ae26d3adf8bd59af1b16e203b6fa5fe4b");
+  EXPECT_EQ(doc["hosts"][0]["leaves"], nlohmann::json::array({"P10-S14"}));
+  CliRun s = cli("fabric -i lingjun/topo.csv --of slurm-tree");
+  ASSERT_EQ(s.rc, 0) << s.err;
+  EXPECT_NE(s.out.find("SwitchName=G6 Switches="), std::string::npos) << s.out.substr(0, 2000);
+  EXPECT_NE(s.out.find("SwitchName=P10-S14 Nodes="), std::string::npos);
+  // A bad row exits 1 naming the file and line.
+  std::string bad = scratch("lingjun-bad.csv");
+  std::ofstream(bad) << "ip,DSW,PSW,ASW\naa,G1,P1,S1\nbb,G1\n";
+  CliRun b = cli("fabric -i '" + bad + "'");
+  EXPECT_EQ(b.rc, 1);
+  EXPECT_NE(b.err.find(bad + ":3:"), std::string::npos) << b.err;
+}
+
 TEST(FabricCli, DotAndBlock) {
   CliRun d = cli("fabric -i ../../etc/lab-cluster.toml --of dot");
   ASSERT_EQ(d.rc, 0) << d.err;

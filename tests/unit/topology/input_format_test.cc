@@ -64,7 +64,8 @@ void expect_same_fabric(const Fabric& a, const Fabric& b, const std::string& wha
 
 std::vector<std::string> fabric_fixtures() {
   std::vector<std::string> out = {
-      test::fixture("ibnetdiscover/psmn-x5-qdr-voltaire-mellanox-100nodes.ibnetdiscover.txt")};
+      test::fixture("ibnetdiscover/psmn-x5-qdr-voltaire-mellanox-100nodes.ibnetdiscover.txt"),
+      test::fixture("lingjun/topo.csv")};
   for (const char* dir : {"ibnetdiscover", "slurm-topology"}) {
     std::string d = test::shared_fixture(dir);
     if (d.empty()) continue;
@@ -303,10 +304,12 @@ TEST(InputFormat, GivenFormatIsUsedAsGiven) {
 }
 
 TEST(InputFormat, FormatNames) {
-  EXPECT_EQ(format_names(InputKind::kFabric), "auto, ibnetdiscover, slurm-topology, toml, json");
+  EXPECT_EQ(format_names(InputKind::kFabric),
+            "auto, ibnetdiscover, slurm-topology, toml, json, lingjun-csv");
   EXPECT_EQ(format_names(InputKind::kNode), "auto, hwloc-xml, nccl-xml");
-  for (InputFormat f : {InputFormat::kIbnetdiscover, InputFormat::kSlurmTopology,
-                        InputFormat::kFabricToml, InputFormat::kFabricJson}) {
+  for (InputFormat f :
+       {InputFormat::kIbnetdiscover, InputFormat::kSlurmTopology, InputFormat::kFabricToml,
+        InputFormat::kFabricJson, InputFormat::kLingjunCsv}) {
     EXPECT_EQ(parse_input_format(to_string(f), InputKind::kFabric, "x"), f);
   }
   for (InputFormat f : {InputFormat::kHwlocXml, InputFormat::kNcclXml}) {

@@ -1,6 +1,6 @@
-// Shared by the fabric importers (ibnetdiscover, Slurm topology.conf, TOML, JSON): reading a
-// text file with its BOM/CRLF quirks under a size bound, link-rate arithmetic, and a small
-// builder that keeps the switch/host name indexes while a Fabric is filled. Not installed.
+// Shared by the fabric importers (ibnetdiscover, Slurm topology.conf, TOML, JSON, Lingjun CSV):
+// reading a text file with its BOM/CRLF quirks under a size bound, link-rate arithmetic, and a
+// small builder that keeps the switch/host name indexes while a Fabric is filled. Not installed.
 #pragma once
 
 #include <cstdint>
@@ -72,5 +72,6 @@ Fabric parse_ibnetdiscover(const std::string& path, std::string_view text,
 Fabric parse_slurm_topology(const std::string& path, std::string_view text);
 Fabric parse_fabric_toml(const std::string& path, std::string_view text);
 Fabric parse_fabric_json(const std::string& path, std::string_view text);
+Fabric parse_lingjun_csv(const std::string& path, std::string_view text);
 
 }  // namespace topoaware::topology::detail

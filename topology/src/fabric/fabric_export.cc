@@ -284,6 +284,7 @@ std::string fabric_to_json(const Fabric& f) {
     if (h.excluded) o["excluded"] = true;
     if (h.degraded != 1.0) o["degraded"] = h.degraded;
     if (!h.unit.empty()) o["unit"] = h.unit;
+    if (!h.source_id.empty()) o["source_id"] = h.source_id;
     o["locality_key"] = f.locality_key(i);
     hosts.push_back(std::move(o));
   }

@@ -99,6 +99,7 @@ Fabric parse_fabric_json(const std::string& path, std::string_view text) {
       hi.excluded = h.value("excluded", false);
       hi.degraded = h.value("degraded", 1.0);
       hi.unit = h.value("unit", std::string());
+      hi.source_id = h.value("source_id", std::string());
       if (!(hi.degraded > 0 && hi.degraded <= 1)) {
         throw Error(ErrorCode::kBadInput, at, "degraded must be above 0 and at most 1");
       }

@@ -170,6 +170,9 @@ Fabric load_fabric_input(InputText in, const std::string& path, const std::strin
     case InputFormat::kFabricJson:
       f = parse_fabric_json(path, in.text);
       break;
+    case InputFormat::kLingjunCsv:
+      f = parse_lingjun_csv(path, in.text);
+      break;
     default:
       throw Error(ErrorCode::kBadInput, path, "no fabric reader for this format");
   }

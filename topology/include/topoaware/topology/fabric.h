@@ -36,6 +36,9 @@ struct HostInfo {
   // doctor's report (health.h); a NIC not listed carries all of it.
   std::map<std::string, double> nic_fraction;
   std::string unit;                // TOML [[unit]] name (a scalable unit), empty if none
+  // The source's own id for a host whose name was made up on import (a Lingjun CSV's blinded
+  // sha256 id: its hosts are named lj001...), empty when the source names hosts itself.
+  std::string source_id;
   // The source gives no port speeds (topology.conf): port_gbps are placeholders, and the mapper
   // takes the host's NICs from its node model instead.
   bool port_speed_assumed = false;

@@ -1,5 +1,6 @@
 // Fabric sources and exporters: ibnetdiscover dumps (+ GUID map), Slurm topology.conf (tree and
-// block), the native TOML cluster description; out to Slurm topology.conf, JSON, DOT.
+// block), the native TOML cluster description, Alibaba's Lingjun topology CSV; out to Slurm
+// topology.conf, JSON, DOT.
 // Importers read files through input_format.h (gzip, BOM, CRLF, shell prompt lines) and take the
 // format from the content unless told; errors name file:line.
 #pragma once

@@ -31,6 +31,7 @@ enum class InputFormat : std::uint8_t {
   kSlurmTopology,  // Slurm topology.conf, tree or block
   kFabricToml,     // topo-aware's TOML cluster description
   kFabricJson,     // topo-aware's fabric JSON (`fabric --of json`)
+  kLingjunCsv,     // Alibaba Lingjun topology CSV (ip,DSW,PSW,ASW: one host a row)
   // Node captures (load_node_file).
   kHwlocXml,  // lstopo --of xml
   kNcclXml,   // NCCL_TOPO_FILE / NCCL_TOPO_DUMP_FILE
@@ -40,7 +41,7 @@ enum class InputFormat : std::uint8_t {
 enum class InputKind : std::uint8_t { kFabric, kNode };
 
 // The name --format and the plugin config take: "ibnetdiscover", "slurm-topology", "toml",
-// "json", "hwloc-xml", "nccl-xml"; "auto" for kAuto.
+// "json", "lingjun-csv", "hwloc-xml", "nccl-xml"; "auto" for kAuto.
 std::string_view to_string(InputFormat format);
 
 // The accepted names for `kind`, for help texts and errors: "auto, ibnetdiscover, ...".
