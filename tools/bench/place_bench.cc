@@ -3,7 +3,8 @@
 //
 //   build/release/tools/bench/place_bench                       both parts, synthetic fabrics
 //   build/release/tools/bench/place_bench --fabric FILE          the comparison on a real fabric
-//                                                                (e.g. the Lingjun Clos)
+//       [--oversubscription 4]                                   (e.g. the Lingjun Clos; a tier's
+//                                                                down:up where it gives no speeds)
 //   build/release/tools/bench/place_bench --quick                CI subset (seconds)
 //
 // Comparison: a cluster `--busy` (default 0.5) full of whole-host jobs, drawn for each seed
@@ -156,7 +157,7 @@ int timing(int reps, bool quick) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string fabric_file;
+  std::string fabric_file, oversubscription;
   double busy = 0.5;
   int seeds = 5, reps = 5;
   bool quick = false, no_timing = false, no_compare = false;
@@ -171,6 +172,8 @@ int main(int argc, char** argv) {
     };
     if (a == "--fabric") {
       fabric_file = next();
+    } else if (a == "--oversubscription") {
+      oversubscription = next();
     } else if (a == "--busy") {
       busy = std::atof(next());
     } else if (a == "--seeds") {
@@ -187,7 +190,7 @@ int main(int argc, char** argv) {
       no_compare = true;
     } else if (a == "--help" || a == "-h") {
       std::printf(
-          "usage: place_bench [--fabric FILE] [--busy F] [--seeds N] [--reps N] [--quick] "
+          "usage: place_bench [--fabric FILE] [--oversubscription LIST] [--busy F] [--seeds N] [--reps N] [--quick] "
           "[--no-timing] [--no-compare]\n");
       return 0;
     } else {
@@ -204,8 +207,16 @@ int main(int argc, char** argv) {
     if (no_compare) {
       // the timing part alone
     } else if (!fabric_file.empty()) {
-      const topology::Fabric f = topology::load_fabric(fabric_file);
-      failures += compare(f, fabric_file.c_str(), busy, seeds, quick);
+      topology::Fabric f = topology::load_fabric(fabric_file);
+      std::string name = fabric_file;
+      if (!oversubscription.empty()) {
+        // A fabric without link speeds (topology.conf, the Lingjun CSV) is sized non-blocking
+        // unless told otherwise: tier 1 at 4:1 is "4".
+        topology::declare_oversubscription(
+            f, topology::parse_oversubscription(oversubscription, "--oversubscription"));
+        name += ", oversubscription " + oversubscription;
+      }
+      failures += compare(f, name.c_str(), busy, seeds, quick);
     } else {
       FatTreeSpec s;
       s.hosts = 1024;
