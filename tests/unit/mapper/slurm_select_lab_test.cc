@@ -30,7 +30,7 @@ namespace {
 std::string recordings_dir() {
   const char* dir = std::getenv("TOPOAWARE_SLURM_SELECT_DIR");
   return dir != nullptr && *dir != '\0' ? std::string(dir)
-                                         : std::string(TOPOAWARE_TEST_FIXTURES) + "/slurm-select";
+                                        : std::string(TOPOAWARE_TEST_FIXTURES) + "/slurm-select";
 }
 
 struct RecordedCase {
@@ -95,8 +95,7 @@ Recording read_recording(const std::filesystem::path& path) {
 
 // What the model answers for a case, in the recording's own words: a hostlist, or "pending".
 std::string model_answer(const Recording& r, const RecordedCase& c,
-                         const std::vector<Node>& all_nodes,
-                         const std::vector<Switch>& switches) {
+                         const std::vector<Node>& all_nodes, const std::vector<Switch>& switches) {
   std::vector<Node> nodes = all_nodes;
   const std::vector<std::string> free = topology::expand_hostlist(c.free);
   for (Node& n : nodes) n.free = std::find(free.begin(), free.end(), n.name) != free.end();
@@ -104,8 +103,8 @@ std::string model_answer(const Recording& r, const RecordedCase& c,
   job.nodes = c.nodes;
   Settings settings;
   settings.release = r.release;
-  const Selection s = r.mode == "none" ? select_flat(nodes, job)
-                                       : select_tree(nodes, switches, job, settings);
+  const Selection s =
+      r.mode == "none" ? select_flat(nodes, job) : select_tree(nodes, switches, job, settings);
   if (s.outcome != Outcome::kSelected) return "pending";
   std::vector<std::string> names;
   for (std::uint32_t i : s.nodes) names.push_back(nodes[i].name);
