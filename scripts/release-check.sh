@@ -4,14 +4,17 @@
 # tests (scripts/root-build.sh): this machine's clang, Debian 13's clang 19 in a trixie root, and
 # Debian 14 (forky, testing) with its GCC 16 and clang 21 in a forky root; and the plugin on Slurm
 # 24.11 for real: the lab inside the trixie root with a reduced end-to-end test
-# (scripts/release-lab.sh, after scripts/test.sh's trixie stage built the tree there). Times on
-# the 2-core CI machine are in docs/install.md; the roots are cached under build/roots.
+# (scripts/release-lab.sh, after scripts/test.sh's trixie stage built the tree there); and Slurm's
+# node selection checked against the real slurmctld: a fresh recording of the host's Slurm
+# (tests/lab/select-check.sh, about 20 minutes) replayed through the reimplementation
+# (docs/placement.md, "Checked against slurmctld"). Times on the 2-core CI machine are in
+# docs/install.md; the roots are cached under build/roots.
 # Usage: scripts/release-check.sh [STEP...]
-#        (steps: host-clang trixie-clang forky-gcc forky-clang trixie-lab)
+#        (steps: host-clang trixie-clang forky-gcc forky-clang trixie-lab slurm-select)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 steps=("$@")
-[ ${#steps[@]} -gt 0 ] || steps=(host-clang trixie-clang forky-gcc forky-clang trixie-lab)
+[ ${#steps[@]} -gt 0 ] || steps=(host-clang trixie-clang forky-gcc forky-clang trixie-lab slurm-select)
 for step in "${steps[@]}"; do
   echo "== $step"
   t0=$SECONDS
@@ -23,6 +26,13 @@ for step in "${steps[@]}"; do
     trixie-lab) [ -x build/roots/trixie/var/cache/topo-aware/build/gcc/tools/topo-aware ] ||
                   scripts/root-build.sh trixie gcc
                 scripts/release-lab.sh trixie ;;
+    slurm-select) rm -rf build/slurm-select
+                  tests/lab/select-check.sh --out build/slurm-select --cases 60 --seed 36
+                  tests/lab/select-check.sh --out build/slurm-select --modes tree --tag -targeted \
+                    --patterns tests/fixtures/slurm-select/patterns-2205-vs-2411.txt
+                  cmake --build build/release --target mapper_tests
+                  TOPOAWARE_SLURM_SELECT_DIR=$PWD/build/slurm-select build/release/tests/mapper_tests \
+                    --gtest_filter='SlurmSelectRecorded.*' ;;
     *) echo "topo-aware: release-check.sh: unknown step '$step'" >&2; exit 2 ;;
   esac
   echo "topo-aware: $step took $((SECONDS - t0)) s"

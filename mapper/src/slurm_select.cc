@@ -274,6 +274,12 @@ namespace {
 constexpr std::uint32_t kInfinite = std::numeric_limits<std::uint32_t>::max();
 constexpr int kNoParent = -1;  // SWITCH_NO_PARENT
 
+// The first release whose tree is topology/tree/eval_nodes_tree.c; Settings::release below it
+// follows _eval_nodes_topo in select/cons_tres/job_test.c (22.05 to 23.11), whose rules differ
+// in _topo_compare_switches' climb, _topo_choose_best_switch and the missing
+// _decrement_node_cnt, each said where it applies.
+constexpr std::uint32_t kEvalNodesTreeRelease = 2405;
+
 struct SwitchTable {
   std::vector<int> level;   // 0: leaf
   std::vector<int> parent;  // the last switch that lists it (switch_record.c), or kNoParent
@@ -374,9 +380,14 @@ SwitchTable build_table(const std::vector<Switch>& sw, std::size_t node_count) {
 // here the climb stops. It takes a root that does not hold the rest, which the root's count
 // (every free node still wanted below the top switch) rules out except after the
 // num_nodes_taken over-count in select_tree.
+// Before 24.05 (`old_parents`): the switch table is xcalloc'd and only a child is given a
+// parent (_find_child_switches, topology/tree/topology_tree.c), so a top switch's parent is
+// switch 0; the climb goes on while either switch is not its own parent and the parents
+// differ. With leaves at one depth it ends where 24.11's does; otherwise it may climb through
+// switch 0 again, and here stops after as many steps as there are switches.
 int compare_switches(const SwitchTable& t, const std::vector<std::size_t>& cnt, int i, int j,
-                     std::size_t rem_nodes, bool* i_fit) {
-  for (;;) {
+                     std::size_t rem_nodes, bool old_parents, bool* i_fit) {
+  for (std::size_t climbs = 0;; ++climbs) {
     bool fi = cnt[static_cast<std::size_t>(i)] >= rem_nodes;
     bool fj = cnt[static_cast<std::size_t>(j)] >= rem_nodes;
     *i_fit = fi;
@@ -388,6 +399,16 @@ int compare_switches(const SwitchTable& t, const std::vector<std::size_t>& cnt, 
     if (fi) return 1;
     if (fj) return -1;
     int pi = t.parent[static_cast<std::size_t>(i)], pj = t.parent[static_cast<std::size_t>(j)];
+    if (old_parents) {
+      if (pi == kNoParent) pi = 0;
+      if (pj == kNoParent) pj = 0;
+      if ((pi != i || pj != j) && pi != pj && climbs < t.parent.size()) {
+        i = pi;
+        j = pj;
+        continue;
+      }
+      break;
+    }
     if (pi != pj && pi != kNoParent && pj != kNoParent) {
       i = pi;
       j = pj;
@@ -407,23 +428,27 @@ int compare_switches(const SwitchTable& t, const std::vector<std::size_t>& cnt, 
 // order) is the best so far; a later leaf replaces it when it is closer (hop distance from the
 // leaves already used) and fits, or at the same distance compares better. A closer leaf that
 // does not hold the rest does not displace a farther one found first.
-// 22.05 to 23.11 (select/cons_tres/job_test.c): "closer and compare >= 0" instead of "closer
-// and fits"; 24.05 has the rule used here.
+// Before 24.05 (`release`; _topo_choose_best_switch in select/cons_tres/job_test.c, 22.05 to
+// 23.11): "closer and compare >= 0" instead of "closer and fits", so a closer leaf that ties
+// with or beats the best replaces it whether or not it holds the rest.
 void choose_best_switch(const SwitchTable& t, const std::vector<std::uint32_t>& dist,
-                        const std::vector<std::size_t>& cnt, std::size_t rem_nodes, int i,
-                        int* best) {
+                        const std::vector<std::size_t>& cnt, std::size_t rem_nodes,
+                        std::uint32_t release, int i, int* best) {
   std::size_t ui = static_cast<std::size_t>(i);
   if (*best == -1 || dist[ui] == kInfinite || cnt[ui] == 0) {
     if (cnt[ui] > 0 && dist[ui] < kInfinite && *best == -1) *best = i;
     return;
   }
+  const bool old_rules = release < kEvalNodesTreeRelease;
   bool i_fit = false;
-  int tcs = compare_switches(t, cnt, i, *best, rem_nodes, &i_fit);
+  int tcs = compare_switches(t, cnt, i, *best, rem_nodes, old_rules, &i_fit);
   std::size_t ub = static_cast<std::size_t>(*best);
-  if ((dist[ui] < dist[ub] && i_fit) || (dist[ui] == dist[ub] && tcs > 0)) *best = i;
+  const bool closer_wins = old_rules ? tcs >= 0 : i_fit;
+  if ((dist[ui] < dist[ub] && closer_wins) || (dist[ui] == dist[ub] && tcs > 0)) *best = i;
 }
 
 // _decrement_node_cnt (eval_nodes_tree.c): a leaf's taken nodes leave it and every switch above.
+// 24.05 on; before (select/cons_tres/job_test.c) the switches above keep their counts.
 void decrement_node_cnt(const SwitchTable& t, std::size_t taken, int sw,
                         std::vector<std::size_t>* cnt) {
   for (int i = sw; i != kNoParent; i = t.parent[static_cast<std::size_t>(i)]) {
@@ -572,7 +597,9 @@ Selection select_tree(const std::vector<Node>& nodes, const std::vector<Switch>&
 
   // More nodes from the leaves already required, in switch then node index order.
   // num_nodes_taken runs on across those leaves (declared before the loop), so each later leaf
-  // decrements its parents by everything taken so far; kept as Slurm has it.
+  // decrements its parents by everything taken so far; kept as Slurm has it. Before 24.05 no
+  // count is lowered here.
+  const bool decrement = settings.release >= kEvalNodesTreeRelease;
   if (have_req2) {
     std::size_t num_taken = 0;
     for (std::size_t i = 0; i < ns; ++i) {
@@ -586,7 +613,7 @@ Selection select_tree(const std::vector<Node>& nodes, const std::vector<Switch>&
           return finish();
         }
       }
-      decrement_node_cnt(t, num_taken, static_cast<int>(i), &cnt);
+      if (decrement) decrement_node_cnt(t, num_taken, static_cast<int>(i), &cnt);
     }
   }
 
@@ -601,7 +628,7 @@ Selection select_tree(const std::vector<Node>& nodes, const std::vector<Switch>&
     int best_sw = -1;
     for (std::size_t i = 0; i < ns; ++i) {
       if (required[i] || t.level[i] != 0) continue;
-      choose_best_switch(t, dist, cnt, rem_nodes, static_cast<int>(i), &best_sw);
+      choose_best_switch(t, dist, cnt, rem_nodes, settings.release, static_cast<int>(i), &best_sw);
     }
     if (best_sw == -1) break;
     const std::size_t ub = static_cast<std::size_t>(best_sw);
@@ -616,8 +643,8 @@ Selection select_tree(const std::vector<Node>& nodes, const std::vector<Switch>&
       chosen[v] = 1;
       if (--rem_nodes == 0) return finish();
     }
-    decrement_node_cnt(t, cnt[ub], best_sw, &cnt);
-    cnt[ub] = 0;
+    if (decrement) decrement_node_cnt(t, cnt[ub], best_sw, &cnt);
+    cnt[ub] = 0;  // "Used all"
   }
   return pending("the leaves below " + switches[utop].name + " ran out before " +
                      std::to_string(job.nodes) + " nodes",

@@ -14,6 +14,8 @@
 #        tests/lab/lab.sh resolve on|off        (the node names in the nodes' /etc/hosts)
 # Environment: TOPO_AWARE_LAB (default /tmp/topo-aware-lab), LAB_NODES (4), LAB_CPUS (8),
 # LAB_MPI_DEFAULT (none).
+# LAB_TOPOLOGY: tree2 (default: two leaves under one spine), none (TopologyPlugin=topology/none,
+# no topology.conf) or the path of a topology.conf to use as it is (topology/tree).
 # `up` is idempotent: a lab that is already up is reused (the plugin is refreshed). `down`
 # stops daemons by PID, kills what still runs in the lab's namespaces, deletes the namespaces,
 # the bridge and Slurm's cgroup directories, also after a failed or killed run.
@@ -22,6 +24,7 @@ set -euo pipefail
 LAB=${TOPO_AWARE_LAB:-/tmp/topo-aware-lab}
 NODES=${LAB_NODES:-4}
 CPUS=${LAB_CPUS:-8}
+TOPOLOGY=${LAB_TOPOLOGY:-tree2}
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BR=talab0
 NET=10.77.0
@@ -83,7 +86,7 @@ MpiDefault=${LAB_MPI_DEFAULT:-none}
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 GresTypes=gpu
-TopologyPlugin=topology/tree
+TopologyPlugin=topology/$([ "$TOPOLOGY" = none ] && echo none || echo tree)
 PlugStackConfig=$LAB/etc/plugstack.conf
 AccountingStorageType=accounting_storage/none
 JobAcctGatherType=jobacct_gather/none
@@ -99,12 +102,7 @@ EOF
     done
     echo "PartitionName=gpu Nodes=node[1-$NODES] Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO"
   } >"$LAB/etc/slurm.conf"
-  local half=$((NODES / 2))
-  cat >"$LAB/etc/topology.conf" <<EOF
-SwitchName=leaf1 Nodes=node[1-$half]
-SwitchName=leaf2 Nodes=node[$((half + 1))-$NODES]
-SwitchName=spine Switches=leaf[1-2]
-EOF
+  write_topology
   echo "AutoDetect=off" >"$LAB/etc/gres.conf"
   echo "NodeName=node[1-$NODES] Name=gpu File=$LAB/dev/nvidia[0-7]" >>"$LAB/etc/gres.conf"
   cat >"$LAB/etc/cgroup.conf" <<EOF
@@ -121,6 +119,25 @@ EOF
   [ -f "$LAB/etc/topo-aware.toml" ] || write_plugin_config
   [ -f "$LAB/etc/plugstack.conf" ] || write_plugstack "config=$LAB/etc/topo-aware.toml"
   write_hosts off  # names do not resolve until `resolve on`
+}
+
+# topology.conf as LAB_TOPOLOGY says: the two-leaf tree, none, or a given file.
+write_topology() {
+  case $TOPOLOGY in
+    tree2)
+      local half=$((NODES / 2))
+      cat >"$LAB/etc/topology.conf" <<EOF
+SwitchName=leaf1 Nodes=node[1-$half]
+SwitchName=leaf2 Nodes=node[$((half + 1))-$NODES]
+SwitchName=spine Switches=leaf[1-2]
+EOF
+      ;;
+    none) rm -f "$LAB/etc/topology.conf" ;;
+    *)
+      [ -f "$TOPOLOGY" ] || die "LAB_TOPOLOGY: tree2, none or a topology.conf file, not '$TOPOLOGY'"
+      cp "$TOPOLOGY" "$LAB/etc/topology.conf"
+      ;;
+  esac
 }
 
 # The nodes' /etc/hosts (bound over it in each slurmd's mount namespace): this machine's own, and

@@ -139,6 +139,32 @@ TEST(SlurmTree, ACloserLeafThatCannotHoldTheRestDoesNotDisplaceAFartherOne) {
   EXPECT_EQ(s.nodes, (Indexes{0, 1, 12, 13, 14, 15}));
 }
 
+// Where 22.05 to 23.11 (Settings::release below 2405) choose another leaf. Three levels. Free:
+// l0 1 (n0), l1 1 (n5), l2 3 (n9-n11), l3 2 (n12,n13). N=4. Top switch: core (7).
+// Round 1 (rem 4), the same in both: l0 first; l1 vs l0: same parent, 1 = 1 -> 0; l2 vs l0:
+// neither leaf holds 4, climb: p1 (5) holds it -> l2; l3 vs l2: same parent, 2 < 3. Takes
+// n9-n11, rem 1.
+// Round 2 (rem 1): distances from l2: l0 4, l1 4, l3 2. l0 first; l1 equal -> 0. l3 vs l0: both
+// hold 1, l3 is larger -> compare -1; l3 is closer.
+// - 24.11: closer and holds the rest -> l3: n12.
+// - 22.05: closer and compare >= 0? -1: no -> stays l0: n0. (The 22.05 lab agrees:
+//   tests/fixtures/slurm-select.)
+TEST(SlurmTree, Release2205KeepsAFartherLeafWhenTheCloserOneComparesWorse) {
+  const std::vector<Node> nodes = cluster(16, {1, 2, 3, 4, 6, 7, 8, 14, 15});
+  Selection now = select_tree(nodes, three_level(), job_of(4));
+  ASSERT_EQ(now.outcome, Outcome::kSelected) << now.reason;
+  EXPECT_EQ(now.nodes, (Indexes{9, 10, 11, 12}));
+  Settings old;
+  old.release = 2205;
+  Selection then = select_tree(nodes, three_level(), job_of(4), old);
+  ASSERT_EQ(then.outcome, Outcome::kSelected) << then.reason;
+  EXPECT_EQ(then.nodes, (Indexes{0, 9, 10, 11}));
+  old.release = 2311;  // the last release with the old rule
+  EXPECT_EQ(select_tree(nodes, three_level(), job_of(4), old).nodes, then.nodes);
+  old.release = 2405;  // the first with the new one
+  EXPECT_EQ(select_tree(nodes, three_level(), job_of(4), old).nodes, now.nodes);
+}
+
 // Three levels, all free, N=4: l0..l3 all hold it with 4; l0 first, the others equal -> l0.
 // N=8: no leaf holds it; p0 and p1 both do. Round 1: l0 first; l1 same parent equal; l2 vs
 // l0: climb, p1 (8) and p0 (8) both fit, equal -> break, tail equal -> 0. l0: n0-n3, rem 4,

@@ -5,8 +5,9 @@
 // same free nodes, and so that `explain` output can say why Slurm chose what it chose. It is a
 // reimplementation of Slurm 24.11's code (src/plugins/topology/{common,tree,block}), rule for
 // rule, including its quirks; every rule cites its file and function in slurm_select.cc, and
-// where 22.05/23.02 differ it says so there. docs/placement.md, "Slurm's own choice", describes
-// each algorithm and what is not modeled.
+// where 22.05 to 23.11 differ it says so there (Settings::release follows their tree rules).
+// docs/placement.md, "Slurm's own choice", describes each algorithm and what is not modeled;
+// "Checked against slurmctld" how it agrees with the real one.
 //
 // Slurm's choice is count-based: it never looks at the job's layout. The model is whole nodes
 // only: a node is free or busy (no partially used CPUs or GPUs, no GRES), every free node gives
@@ -69,6 +70,12 @@ struct Job {
 struct Settings {
   bool topo_optional = false;  // TopologyParam=TopoOptional
   bool lln = false;            // SelectTypeParameters=CR_LLN, or the partition's LLN=YES
+  // The Slurm release whose tree rules to follow, major * 100 + minor (2205 for 22.05). Below
+  // 2405 (22.05 to 23.11, select/cons_tres/job_test.c): a closer leaf replaces the best when it
+  // compares no worse, not only when it holds the rest; taking a leaf's nodes does not lower
+  // the counts of the switches above it; and the top switch's parent is switch 0, not none.
+  // docs/placement.md, "Slurm's own choice", step 3. The flat best fit is the same in all.
+  std::uint32_t release = 2411;
 };
 
 enum class Outcome {
