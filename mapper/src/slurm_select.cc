@@ -122,6 +122,19 @@ bool lowest_weight(const std::vector<WeightGroup>& groups, const NodeSet& set,
   }
   return false;
 }
+// The same where the set can hold only `within` (a switch's members, ascending).
+bool lowest_weight(const std::vector<WeightGroup>& groups, const NodeSet& set,
+                   const std::vector<std::uint32_t>& within, std::uint64_t* weight) {
+  for (const WeightGroup& g : groups) {
+    for (std::uint32_t i : within) {
+      if (set[i] && g.nodes[i]) {
+        *weight = g.weight;
+        return true;
+      }
+    }
+  }
+  return false;
+}
 
 // The weight pass shared by _eval_nodes_topo (topology/tree/eval_nodes_tree.c) and
 // eval_nodes_block (topology/block/eval_nodes_block.c): walk the weight groups upward, adding
@@ -283,7 +296,10 @@ constexpr std::uint32_t kEvalNodesTreeRelease = 2405;
 struct SwitchTable {
   std::vector<int> level;   // 0: leaf
   std::vector<int> parent;  // the last switch that lists it (switch_record.c), or kNoParent
-  std::vector<NodeSet> nodes;
+  // Per switch, the node indexes below it, ascending (Slurm's per-switch node bitmap). Kept as
+  // lists: every pass of select_tree then walks a switch's own nodes, not every node of the
+  // cluster for every switch (on 16,384 nodes under 644 switches, 30x less work).
+  std::vector<std::vector<std::uint32_t>> members;
   std::vector<std::vector<std::uint32_t>> dist;  // hops between switches, kInfinite if none
 };
 
@@ -296,15 +312,18 @@ SwitchTable build_table(const std::vector<Switch>& sw, std::size_t node_count) {
   SwitchTable t;
   t.level.assign(n, -1);
   t.parent.assign(n, kNoParent);
-  t.nodes.assign(n, NodeSet(node_count, 0));
+  t.members.assign(n, {});
   for (std::size_t i = 0; i < n; ++i) {
     if (!sw[i].nodes.empty() && !sw[i].switches.empty()) {
       throw Error("slurm selection: switch " + sw[i].name + " names both nodes and switches");
     }
     for (std::uint32_t v : sw[i].nodes) {
       check_index(v, node_count, "switch " + sw[i].name);
-      t.nodes[i][v] = 1;
+      t.members[i].push_back(v);
     }
+    std::sort(t.members[i].begin(), t.members[i].end());
+    t.members[i].erase(std::unique(t.members[i].begin(), t.members[i].end()),
+                       t.members[i].end());
     if (!sw[i].nodes.empty()) t.level[i] = 0;
     for (std::uint32_t c : sw[i].switches) {
       if (c >= n || c == i) {
@@ -315,6 +334,7 @@ SwitchTable build_table(const std::vector<Switch>& sw, std::size_t node_count) {
     }
   }
   // Levels and node sets bottom-up; a cycle or an empty switch never settles.
+  std::vector<std::size_t> stamp(node_count, 0);  // i + 1 where node is already in switch i
   for (bool changed = true; changed;) {
     changed = false;
     for (std::size_t i = 0; i < n; ++i) {
@@ -328,8 +348,13 @@ SwitchTable build_table(const std::vector<Switch>& sw, std::size_t node_count) {
       if (!ready) continue;
       t.level[i] = lv + 1;
       for (std::uint32_t c : sw[i].switches) {
-        for (std::size_t v = 0; v < node_count; ++v) t.nodes[i][v] |= t.nodes[c][v];
+        for (std::uint32_t v : t.members[c]) {
+          if (stamp[v] == i + 1) continue;
+          stamp[v] = i + 1;
+          t.members[i].push_back(v);
+        }
       }
+      std::sort(t.members[i].begin(), t.members[i].end());
       changed = true;
     }
   }
@@ -522,12 +547,14 @@ Selection select_tree(const std::vector<Node>& nodes, const std::vector<Switch>&
   int top = -1;
   std::uint64_t top_weight = 0;
   for (std::size_t i = 0; i < ns; ++i) {
-    sw_nodes[i] = t.nodes[i];
-    for (std::size_t v = 0; v < nodes.size(); ++v) sw_nodes[i][v] &= avail[v];
-    cnt[i] = count(sw_nodes[i]);
+    sw_nodes[i].assign(nodes.size(), 0);
+    for (std::uint32_t v : t.members[i]) {
+      sw_nodes[i][v] = avail[v];
+      cnt[i] += avail[v] ? 1 : 0;
+    }
     if (cnt[i] < rem_nodes) continue;
     std::uint64_t w = 0;
-    if (!lowest_weight(groups, sw_nodes[i], &w)) continue;
+    if (!lowest_weight(groups, sw_nodes[i], t.members[i], &w)) continue;
     if (top == -1 || (t.level[i] >= t.level[static_cast<std::size_t>(top)] && w <= top_weight)) {
       top = static_cast<int>(i);
       top_weight = w;
@@ -543,7 +570,7 @@ Selection select_tree(const std::vector<Node>& nodes, const std::vector<Switch>&
                   ", " + std::to_string(cnt[utop]) + " free)");
   for (std::size_t i = 0; i < ns; ++i) {
     if (i == utop) continue;
-    for (std::size_t v = 0; v < nodes.size(); ++v) sw_nodes[i][v] &= sw_nodes[utop][v];
+    for (std::uint32_t v : t.members[i]) sw_nodes[i][v] &= sw_nodes[utop][v];
   }
 
   NodeSet best(nodes.size(), 0), req2(nodes.size(), 0);
@@ -557,21 +584,24 @@ Selection select_tree(const std::vector<Node>& nodes, const std::vector<Switch>&
     // The lowest weights first; every switch they touch, at any level, becomes required.
     take_lowest_weights(nodes, req2, chosen, rem_nodes, trace);
     for (std::size_t i = 0; i < ns; ++i) {
-      for (std::size_t v = 0; v < nodes.size(); ++v) {
+      for (std::uint32_t v : t.members[i]) {
         if (req2[v] && sw_nodes[i][v]) required[i] = 1;
       }
     }
   }
   for (std::size_t i = 0; i < ns; ++i) {
-    for (std::size_t v = 0; v < nodes.size(); ++v) sw_nodes[i][v] &= best[v];
-    cnt[i] = count(sw_nodes[i]);
+    cnt[i] = 0;
+    for (std::uint32_t v : t.members[i]) {
+      sw_nodes[i][v] &= best[v];
+      cnt[i] += sw_nodes[i][v] ? 1 : 0;
+    }
   }
   auto leaves_used = [&] {
     std::size_t used = 0;
     for (std::size_t i = 0; i < ns; ++i) {
       if (t.level[i] != 0) continue;
       bool any = false;
-      for (std::size_t v = 0; v < nodes.size(); ++v) any = any || (sw_nodes[i][v] && chosen[v]);
+      for (std::uint32_t v : t.members[i]) any = any || (sw_nodes[i][v] && chosen[v]);
       used += any ? 1 : 0;
     }
     return used;
@@ -604,7 +634,7 @@ Selection select_tree(const std::vector<Node>& nodes, const std::vector<Switch>&
     std::size_t num_taken = 0;
     for (std::size_t i = 0; i < ns; ++i) {
       if (!required[i] || t.level[i] != 0) continue;
-      for (std::size_t v = 0; v < nodes.size(); ++v) {
+      for (std::uint32_t v : t.members[i]) {
         if (!sw_nodes[i][v] || chosen[v]) continue;
         chosen[v] = 1;
         ++num_taken;
@@ -638,7 +668,7 @@ Selection select_tree(const std::vector<Node>& nodes, const std::vector<Switch>&
                                              "distance, fullest";
     trace.push_back("leaf " + switches[ub].name + " (" + std::to_string(cnt[ub]) +
                     " free): " + why);
-    for (std::size_t v = 0; v < nodes.size(); ++v) {
+    for (std::uint32_t v : t.members[ub]) {
       if (!sw_nodes[ub][v] || chosen[v]) continue;
       chosen[v] = 1;
       if (--rem_nodes == 0) return finish();
