@@ -98,6 +98,42 @@ TEST(SimulateCli, TextTableIsDeterministic) {
   EXPECT_NE(a.out.find("20 jobs of traces/simulate-20.csv"), std::string::npos) << a.out;
 }
 
+TEST(SimulateCli, SacctExportReplaysItsJobsAndCountsWhatItSkips) {
+  // Two jobs (16 GPUs for 2 h, 8 GPUs for 10 min), a batch step and an extern step, a pending
+  // job and a CPU-only job. On an idle 8-host tree both start at their submit.
+  const std::string trace = test::scratch("sacct.txt");
+  {
+    std::ofstream out(trace);
+    out << "JobID|JobName|Submit|Start|End|NNodes|AllocTRES|State\n"
+           "100|train|2026-01-01T10:00:00|2026-01-01T10:00:00|2026-01-01T12:00:00|2|"
+           "cpu=128,node=2,gres/gpu=16|COMPLETED\n"
+           "100.batch|batch|2026-01-01T10:00:00|2026-01-01T10:00:00|2026-01-01T12:00:00|1|"
+           "cpu=64,gres/gpu=8|COMPLETED\n"
+           "100.extern|extern|2026-01-01T10:00:00|2026-01-01T10:00:00|2026-01-01T12:00:00|2|"
+           "cpu=128,gres/gpu=16|COMPLETED\n"
+           "101|eval|2026-01-01T10:30:00|2026-01-01T10:30:00|2026-01-01T10:40:00|1|"
+           "cpu=16,gres/gpu=8|COMPLETED\n"
+           "102|later|2026-01-01T11:00:00|Unknown|Unknown|1|cpu=16|PENDING\n"
+           "103|cpu|2026-01-01T11:00:00|2026-01-01T11:00:00|2026-01-01T11:05:00|1|cpu=4|"
+           "COMPLETED\n";
+  }
+  const std::string per_job = test::scratch("sacct-per-job.csv");
+  CliRun r = cli("simulate --trace '" + trace +
+                 "' --synthetic tree4:1 --hosts 8 --hosts-per-leaf 4 --placers tree --of json "
+                 "--comm-fraction 0 --per-job '" + per_job + "'");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["jobs"], 2);
+  EXPECT_EQ(j["skipped"]["steps"], 2);
+  EXPECT_EQ(j["skipped"]["unfinished"], 1);
+  EXPECT_EQ(j["skipped"]["no_gpu"], 1);
+  EXPECT_EQ(j["placers"][0]["multi_host_jobs"], 1);
+  EXPECT_EQ(test::slurp(per_job),
+            "placer,job,submit,gpus,start,end,hosts,leaves,slowdown\n"
+            "tree,100,0,16,0,7200,2,1,1.0000\n"
+            "tree,101,1800,8,1800,2400,1,1,1.0000\n");
+}
+
 TEST(SimulateCli, BadTraceIsNamedByFileAndLine) {
   const std::string bad = test::scratch("bad-trace.csv");
   {
