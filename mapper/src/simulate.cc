@@ -96,13 +96,15 @@ double SlowdownModel::slowdown(const std::vector<std::uint32_t>& hosts) {
   in.nodes.assign(fabric_->hosts.size(), node_);
   in.gpus_per_host = gpus_per_host_;
   in.hosts = n;
-  in.request.layout = parse_layout(layout_for(n, gpus_per_host_), static_cast<int>(n) * gpus_per_host_);
+  in.request.layout =
+      parse_layout(layout_for(n, gpus_per_host_), static_cast<int>(n) * gpus_per_host_);
   in.request.refine_moves = refine_moves_;
   auto best = best_.find(n);
   if (best == best_.end()) {
     const Placement p = place(*fabric_, in);
-    if (!p.placed) throw Error("simulate: no empty-cluster placement of " + std::to_string(n) +
-                               " hosts: " + p.reason);
+    if (!p.placed)
+      throw Error("simulate: no empty-cluster placement of " + std::to_string(n) +
+                  " hosts: " + p.reason);
     best = best_.emplace(n, p.chosen.seconds).first;
     ++evaluations_;
   }

@@ -142,9 +142,10 @@ bool sacct_time(std::string_view s, double& out) {
     return false;
   }
   if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60) return false;
-  out = static_cast<double>(days_from_civil(y, static_cast<unsigned>(mo),
-                                            static_cast<unsigned>(d))) * 86400.0 +
-        h * 3600.0 + mi * 60.0 + se;
+  out =
+      static_cast<double>(days_from_civil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d))) *
+          86400.0 +
+      h * 3600.0 + mi * 60.0 + se;
   return true;
 }
 
@@ -212,8 +213,9 @@ Trace read_elasticflow(std::string_view text, const std::string& source) {
   for (const Line& l : t.rows) {
     const auto f = split(l.text, ',');
     if (f.size() != t.header.size()) {
-      throw bad(source, l.number, std::to_string(f.size()) + " fields; the header has " +
-                                      std::to_string(t.header.size()));
+      throw bad(
+          source, l.number,
+          std::to_string(f.size()) + " fields; the header has " + std::to_string(t.header.size()));
     }
     TraceJob j;
     j.id = std::string(f[c[0]]);
@@ -229,16 +231,16 @@ Trace read_elasticflow(std::string_view text, const std::string& source) {
 
 Trace read_kalos(std::string_view text, const std::string& source) {
   const Table t = table(text, ',', source);
-  const auto c = columns(t.header,
-                         {"job_id", "arrival_time", "num_iteration", "gpu_workers",
-                          "gpu_per_worker"},
-                         source, t.header_line);
+  const auto c = columns(
+      t.header, {"job_id", "arrival_time", "num_iteration", "gpu_workers", "gpu_per_worker"},
+      source, t.header_line);
   Trace out;
   for (const Line& l : t.rows) {
     const auto f = split(l.text, ',');
     if (f.size() != t.header.size()) {
-      throw bad(source, l.number, std::to_string(f.size()) + " fields; the header has " +
-                                      std::to_string(t.header.size()));
+      throw bad(
+          source, l.number,
+          std::to_string(f.size()) + " fields; the header has " + std::to_string(t.header.size()));
     }
     TraceJob j;
     j.id = std::string(f[c[0]]);
@@ -267,8 +269,9 @@ Trace read_sacct(std::string_view text, const std::string& source) {
     const auto f = split(l.text, '|');
     // --parsable2 has no trailing '|'; --parsable has one: one empty field more.
     if (f.size() != t.header.size() && !(f.size() == t.header.size() + 1 && f.back().empty())) {
-      throw bad(source, l.number, std::to_string(f.size()) + " fields; the header has " +
-                                      std::to_string(t.header.size()));
+      throw bad(
+          source, l.number,
+          std::to_string(f.size()) + " fields; the header has " + std::to_string(t.header.size()));
     }
     const std::string_view id = f[c[0]];
     if (id.empty()) throw bad(source, l.number, "empty JobID");
@@ -278,8 +281,9 @@ Trace read_sacct(std::string_view text, const std::string& source) {
     }
     double submit = 0, start = 0, end = 0;
     if (!sacct_time(f[c[1]], submit)) {
-      throw bad(source, l.number, "job " + std::string(id) + ": Submit '" +
-                                      std::string(f[c[1]]) + "' is not YYYY-MM-DDTHH:MM:SS");
+      throw bad(source, l.number,
+                "job " + std::string(id) + ": Submit '" + std::string(f[c[1]]) +
+                    "' is not YYYY-MM-DDTHH:MM:SS");
     }
     if (!sacct_time(f[c[2]], start) || !sacct_time(f[c[3]], end) || end < start) {
       ++out.unfinished_skipped;

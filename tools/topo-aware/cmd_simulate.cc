@@ -7,10 +7,10 @@
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
-#include <ostream>
 #include <iterator>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <ostream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -101,8 +101,8 @@ void write_per_job(std::ostream& out, mapper::Placer placer, const mapper::Repla
   for (const mapper::JobOutcome& o : r.jobs) by_job[o.job] = &o;
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     const mapper::JobOutcome* o = by_job[i];
-    out << mapper::to_string(placer) << ',' << jobs[i].id << ',' << fixed(jobs[i].submit, 0)
-        << ',' << jobs[i].gpus << ',';
+    out << mapper::to_string(placer) << ',' << jobs[i].id << ',' << fixed(jobs[i].submit, 0) << ','
+        << jobs[i].gpus << ',';
     if (o == nullptr) {
       out << ",,,,\n";
       continue;
@@ -133,11 +133,11 @@ std::string render_text(const SimulateOptions& o, const topology::Fabric& f,
   for (const Result& r : results) {
     const mapper::ReplaySummary& s = r.summary;
     rows.push_back({std::string(mapper::to_string(r.placer)), std::to_string(s.jobs),
-                    std::to_string(s.multi_host), duration(s.wait_median_s),
-                    duration(s.wait_p95_s), duration(s.jct_median_s), duration(s.jct_p95_s),
-                    fixed(s.slowdown_median, 4), fixed(s.slowdown_p95, 4),
-                    fixed(s.leaves_mean, 2), fixed(s.utilisation * 100, 1) + "%",
-                    fixed(s.fragmentation_mean, 3), fixed(r.wall_s, 1) + " s"});
+                    std::to_string(s.multi_host), duration(s.wait_median_s), duration(s.wait_p95_s),
+                    duration(s.jct_median_s), duration(s.jct_p95_s), fixed(s.slowdown_median, 4),
+                    fixed(s.slowdown_p95, 4), fixed(s.leaves_mean, 2),
+                    fixed(s.utilisation * 100, 1) + "%", fixed(s.fragmentation_mean, 3),
+                    fixed(r.wall_s, 1) + " s"});
   }
   out << text_table(rows);
   out << "slowdown: modeled exposed communication of multi-host jobs against the best "
@@ -208,8 +208,7 @@ void run(const SimulateOptions& o, const Common& common) {
   if (fabric.hosts.empty()) {
     throw topology::Error(topology::ErrorCode::kBadInput, fabric.source, "the fabric has no host");
   }
-  const topology::NodeTopology node =
-      mapper::make_node(o.gpus_per_host, o.gpus_per_host, 450, 50);
+  const topology::NodeTopology node = mapper::make_node(o.gpus_per_host, o.gpus_per_host, 450, 50);
   mapper::SlowdownModel model(fabric, node, o.gpus_per_host);
   mapper::ReplayOptions ro;
   ro.gpus_per_host = o.gpus_per_host;
@@ -257,21 +256,22 @@ void add_simulate(CLI::App& app, Common& common) {
       "\"Replaying a busy cluster\"). Nothing is random: the same inputs give the same report;\n"
       "--seed seeds the synthetic fabric.\n"
       "Exit codes: 0 done, 1 bad input, 2 usage.");
-  sub->add_option("--trace", o->trace, "Job trace: ElasticFlow CSV, Kalos converted CSV or "
-                                       "sacct --parsable2 export")
+  sub->add_option("--trace", o->trace,
+                  "Job trace: ElasticFlow CSV, Kalos converted CSV or "
+                  "sacct --parsable2 export")
       ->required();
   sub->add_option("--format", o->trace_format, "Format of the trace (default: from its header)")
       ->check(CLI::IsMember({"auto", "elasticflow", "kalos", "sacct"}))
       ->capture_default_str();
-  sub->add_option("--fabric", o->fabric, "Fabric file (ibnetdiscover dump, topology.conf, TOML "
-                                         "or JSON)");
+  sub->add_option("--fabric", o->fabric,
+                  "Fabric file (ibnetdiscover dump, topology.conf, TOML "
+                  "or JSON)");
   sub->add_option("--synthetic", o->synthetic,
                   "A synthetic two-tier fat tree instead: tree4:1 or tree2:1 at the leaves");
   sub->add_option("--hosts", o->hosts, "Hosts of the synthetic tree")->capture_default_str();
   sub->add_option("--hosts-per-leaf", o->hosts_per_leaf, "Hosts per leaf of the synthetic tree")
       ->capture_default_str();
-  sub->add_option("--gpus-per-host", o->gpus_per_host, "GPUs of every host")
-      ->capture_default_str();
+  sub->add_option("--gpus-per-host", o->gpus_per_host, "GPUs of every host")->capture_default_str();
   sub->add_option("--placers", o->placers, "Placers to replay, comma-separated")
       ->delimiter(',')
       ->capture_default_str();

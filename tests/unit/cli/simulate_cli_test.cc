@@ -88,7 +88,7 @@ TEST(SimulateCli, TextTableIsDeterministic) {
     while (std::getline(in, line)) {
       const std::size_t s = line.rfind(" s");
       out += (s != std::string::npos && s + 2 == line.size() ? line.substr(0, line.rfind("  "))
-                                                              : line) +
+                                                             : line) +
              "\n";
     }
     return out;
@@ -120,7 +120,8 @@ TEST(SimulateCli, SacctExportReplaysItsJobsAndCountsWhatItSkips) {
   const std::string per_job = test::scratch("sacct-per-job.csv");
   CliRun r = cli("simulate --trace '" + trace +
                  "' --synthetic tree4:1 --hosts 8 --hosts-per-leaf 4 --placers tree --of json "
-                 "--comm-fraction 0 --per-job '" + per_job + "'");
+                 "--comm-fraction 0 --per-job '" +
+                 per_job + "'");
   ASSERT_EQ(r.rc, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["jobs"], 2);

@@ -55,11 +55,8 @@ TEST(Replay, FifoWithEasyBackfillForEveryPlacer) {
   // B still has 7 hosts. E (2 hosts) queues behind B and starts with it at 100.
   // With --switches=1@300 no leaf holds A's 6 hosts: A waits until 300 and then spreads; C (at
   // 2) and D (at 52) leave A its 6 hosts and go first; B and E start when A ends at 400.
-  const std::vector<TraceJob> jobs = {{"A", 0, 100, 48},
-                                      {"B", 1, 100, 32},
-                                      {"C", 2, 50, 16},
-                                      {"D", 3, 500, 8},
-                                      {"E", 4, 1000, 16}};
+  const std::vector<TraceJob> jobs = {
+      {"A", 0, 100, 48}, {"B", 1, 100, 32}, {"C", 2, 50, 16}, {"D", 3, 500, 8}, {"E", 4, 1000, 16}};
   Cluster c = small();
   for (Placer p : kAll) {
     const Replay r = run(c, jobs, p);
@@ -109,8 +106,7 @@ TEST(Replay, SwitchesWaitBelongsToThePlacer) {
   // A and B leave one host in each leaf (flat packs them into hosts 0-5 and leaves 6-7 in one
   // leaf). C (2 hosts) spreads at once under tree and place; with --switches=1@300 it waits for
   // one leaf until its wait runs out at 301, then spreads.
-  const std::vector<TraceJob> jobs = {
-      {"A", 0, 1000, 24}, {"B", 0, 1000, 24}, {"C", 1, 100, 16}};
+  const std::vector<TraceJob> jobs = {{"A", 0, 1000, 24}, {"B", 0, 1000, 24}, {"C", 1, 100, 16}};
   Cluster c = small();
   for (Placer p : kAll) {
     const Replay r = run(c, jobs, p);
@@ -127,8 +123,7 @@ TEST(Replay, SwitchesWaitBelongsToThePlacer) {
 TEST(Replay, RunTimeIsStretchedByTheModeledSlowdown) {
   // C is spread over the two leaves of a 4:1 tree: its slowdown is the model's, at least 1, and
   // its run time duration x (1 + f x (slowdown - 1)).
-  const std::vector<TraceJob> jobs = {
-      {"A", 0, 1000, 24}, {"B", 0, 1000, 24}, {"C", 1, 100, 16}};
+  const std::vector<TraceJob> jobs = {{"A", 0, 1000, 24}, {"B", 0, 1000, 24}, {"C", 1, 100, 16}};
   Cluster c = small();
   const Replay r = run(c, jobs, Placer::kTree, 0.5);
   const ReplaySummary s = summarize(r, jobs);

@@ -69,15 +69,15 @@ class SlowdownModel {
   int gpus_per_host_;
   long long refine_moves_;
   std::vector<std::size_t> levels_;
-  std::map<std::uint32_t, double> best_;                     // hosts -> empty-cluster seconds
-  std::map<std::vector<std::uint32_t>, double> slowdowns_;   // structure key -> slowdown
+  std::map<std::uint32_t, double> best_;                    // hosts -> empty-cluster seconds
+  std::map<std::vector<std::uint32_t>, double> slowdowns_;  // structure key -> slowdown
   std::size_t evaluations_ = 0, hits_ = 0;
 };
 
 struct ReplayOptions {
   int gpus_per_host = 8;
-  double comm_fraction = 0.3;   // share of a job's run time that is communication
-  double switch_wait_s = 300;   // tree-switches: --switches=1@this
+  double comm_fraction = 0.3;  // share of a job's run time that is communication
+  double switch_wait_s = 300;  // tree-switches: --switches=1@this
   // Called after every `progress_every` job starts: (jobs started, jobs to replay, sim time s).
   std::function<void(std::size_t, std::size_t, double)> progress;
   std::size_t progress_every = 1000;
@@ -85,21 +85,21 @@ struct ReplayOptions {
 
 // One replayed job.
 struct JobOutcome {
-  std::size_t job = 0;        // index in the trace's jobs
-  double start = 0, end = 0;  // seconds, the trace's clock
-  std::uint32_t hosts = 0;    // hosts it ran on (1 for a part of one)
+  std::size_t job = 0;                   // index in the trace's jobs
+  double start = 0, end = 0;             // seconds, the trace's clock
+  std::uint32_t hosts = 0;               // hosts it ran on (1 for a part of one)
   std::vector<std::uint32_t> placed_on;  // those hosts (fabric indexes, ascending)
-  std::size_t leaves = 0;     // innermost groups (leaves) its hosts touch
-  double slowdown = 1;        // modeled (SlowdownModel); 1 for single-host jobs
+  std::size_t leaves = 0;                // innermost groups (leaves) its hosts touch
+  double slowdown = 1;                   // modeled (SlowdownModel); 1 for single-host jobs
 };
 
 struct Replay {
   Placer placer = Placer::kFlat;
-  std::vector<JobOutcome> jobs;   // the jobs that ran, in start order
-  std::size_t too_large = 0;      // jobs wanting more GPUs than the cluster has: not replayed
+  std::vector<JobOutcome> jobs;  // the jobs that ran, in start order
+  std::size_t too_large = 0;     // jobs wanting more GPUs than the cluster has: not replayed
   double first_submit = 0, last_end = 0;
-  double gpu_seconds = 0;         // GPUs x stretched run time, summed over jobs
-  double capacity_gpus = 0;       // usable hosts x GPUs per host
+  double gpu_seconds = 0;    // GPUs x stretched run time, summed over jobs
+  double capacity_gpus = 0;  // usable hosts x GPUs per host
   // fragmentation() of the wholly free hosts right after each start, summed, and the count.
   double fragmentation_sum = 0;
   std::size_t fragmentation_samples = 0;
@@ -116,12 +116,12 @@ Replay replay(const topology::Fabric& fabric, const topology::NodeTopology& node
 struct ReplaySummary {
   std::size_t jobs = 0, multi_host = 0, too_large = 0;
   double wait_median_s = 0, wait_p95_s = 0;
-  double jct_median_s = 0, jct_p95_s = 0;           // completion time: end - submit
-  double slowdown_median = 1, slowdown_p95 = 1;     // multi-host jobs
-  double leaves_mean = 0;                           // multi-host jobs
-  double utilisation = 0;     // gpu_seconds / (capacity x (last end - first submit))
+  double jct_median_s = 0, jct_p95_s = 0;        // completion time: end - submit
+  double slowdown_median = 1, slowdown_p95 = 1;  // multi-host jobs
+  double leaves_mean = 0;                        // multi-host jobs
+  double utilisation = 0;  // gpu_seconds / (capacity x (last end - first submit))
   double fragmentation_mean = 0;
-  double makespan_s = 0;      // last end - first submit
+  double makespan_s = 0;  // last end - first submit
 };
 ReplaySummary summarize(const Replay& r, const std::vector<TraceJob>& jobs);
 

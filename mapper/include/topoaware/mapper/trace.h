@@ -36,7 +36,7 @@ TraceFormat detect_trace_format(std::string_view text, const std::string& source
 TraceFormat trace_format_from(std::string_view name);
 
 struct Trace {
-  std::vector<TraceJob> jobs;  // submit order
+  std::vector<TraceJob> jobs;          // submit order
   std::size_t steps_skipped = 0;       // sacct: job steps (123.batch, 123.0, 123.extern)
   std::size_t unfinished_skipped = 0;  // sacct: no start or no end yet (pending, running)
   std::size_t no_gpu_skipped = 0;      // sacct: no gres/gpu in AllocTRES
