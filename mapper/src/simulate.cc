@@ -10,6 +10,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -222,12 +223,21 @@ class Cluster {
   void take(const std::vector<std::uint32_t>& hosts, int gpus_each) { adjust(hosts, -gpus_each); }
   void give(const std::vector<std::uint32_t>& hosts, int gpus_each) { adjust(hosts, gpus_each); }
 
-  std::size_t leaves(const std::vector<std::uint32_t>& hosts) const {
-    if (levels_.empty()) return 1;
+  // The leaves a host set touches, and the share of its hosts in the fullest one.
+  std::pair<std::size_t, double> leaves(const std::vector<std::uint32_t>& hosts) const {
+    if (levels_.empty() || hosts.empty()) return {1, 1.0};
     std::vector<std::uint32_t> g;
     for (std::uint32_t h : hosts) g.push_back(fabric_.levels[levels_.front()].group_of_host[h]);
     std::sort(g.begin(), g.end());
-    return static_cast<std::size_t>(std::unique(g.begin(), g.end()) - g.begin());
+    std::size_t groups = 0, fullest = 0;
+    for (std::size_t i = 0; i < g.size();) {
+      std::size_t j = i;
+      while (j < g.size() && g[j] == g[i]) ++j;
+      ++groups;
+      fullest = std::max(fullest, j - i);
+      i = j;
+    }
+    return {groups, static_cast<double>(fullest) / static_cast<double>(hosts.size())};
   }
 
   double fragmentation_now() const {
@@ -323,7 +333,7 @@ Replay replay(const topology::Fabric& fabric, const topology::NodeTopology& node
     o.start = now;
     o.hosts = static_cast<std::uint32_t>(hosts.size());
     o.placed_on = hosts;
-    o.leaves = cluster.leaves(hosts);
+    std::tie(o.leaves, o.locality) = cluster.leaves(hosts);
     o.slowdown = hosts.size() > 1 ? model.slowdown(hosts) : 1.0;
     const double run = job.duration * (1 + options.comm_fraction * (o.slowdown - 1));
     o.end = now + run;
@@ -447,7 +457,7 @@ ReplaySummary summarize(const Replay& r, const std::vector<TraceJob>& jobs) {
   s.jobs = r.jobs.size();
   s.too_large = r.too_large;
   std::vector<double> wait, jct, slow;
-  double leaves = 0;
+  double leaves = 0, locality = 0;
   for (const JobOutcome& o : r.jobs) {
     const double submit = jobs[o.job].submit;
     wait.push_back(o.start - submit);
@@ -456,6 +466,7 @@ ReplaySummary summarize(const Replay& r, const std::vector<TraceJob>& jobs) {
       ++s.multi_host;
       slow.push_back(o.slowdown);
       leaves += static_cast<double>(o.leaves);
+      locality += o.locality;
     }
   }
   s.wait_median_s = percentile(wait, 0.5);
@@ -466,6 +477,7 @@ ReplaySummary summarize(const Replay& r, const std::vector<TraceJob>& jobs) {
     s.slowdown_median = percentile(slow, 0.5);
     s.slowdown_p95 = percentile(slow, 0.95);
     s.leaves_mean = leaves / static_cast<double>(slow.size());
+    s.locality_mean = locality / static_cast<double>(slow.size());
   }
   s.makespan_s = r.last_end - r.first_submit;
   if (s.makespan_s > 0 && r.capacity_gpus > 0) {

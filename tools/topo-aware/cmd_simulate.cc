@@ -129,19 +129,20 @@ std::string render_text(const SimulateOptions& o, const topology::Fabric& f,
   }
   std::vector<std::vector<std::string>> rows = {
       {"placer", "jobs", "multi-host", "wait med", "wait p95", "JCT med", "JCT p95", "slowdown med",
-       "slowdown p95", "leaves/job", "util", "frag", "wall"}};
+       "slowdown p95", "leaves/job", "locality", "util", "frag", "wall"}};
   for (const Result& r : results) {
     const mapper::ReplaySummary& s = r.summary;
     rows.push_back({std::string(mapper::to_string(r.placer)), std::to_string(s.jobs),
                     std::to_string(s.multi_host), duration(s.wait_median_s), duration(s.wait_p95_s),
                     duration(s.jct_median_s), duration(s.jct_p95_s), fixed(s.slowdown_median, 4),
-                    fixed(s.slowdown_p95, 4), fixed(s.leaves_mean, 2),
+                    fixed(s.slowdown_p95, 4), fixed(s.leaves_mean, 2), fixed(s.locality_mean, 3),
                     fixed(s.utilisation * 100, 1) + "%", fixed(s.fragmentation_mean, 3),
                     fixed(r.wall_s, 1) + " s"});
   }
   out << text_table(rows);
   out << "slowdown: modeled exposed communication of multi-host jobs against the best "
-         "allocation of an empty cluster; leaves/job: of multi-host jobs; frag: fragmentation "
+         "allocation of an empty cluster; leaves/job and locality (the share of a job's hosts in "
+         "its fullest leaf): of multi-host jobs; frag: fragmentation "
          "of the free hosts after each start, averaged; "
       << model.evaluations() << " model evaluations, " << model.cache_hits() << " cache hits\n";
   return out.str();
@@ -176,6 +177,7 @@ std::string render_json(const SimulateOptions& o, const topology::Fabric& f,
     p["jct_s"] = {{"median", s.jct_median_s}, {"p95", s.jct_p95_s}};
     p["slowdown_multi_host"] = {{"median", s.slowdown_median}, {"p95", s.slowdown_p95}};
     p["leaves_per_multi_host_job"] = s.leaves_mean;
+    p["locality_multi_host"] = s.locality_mean;
     p["utilisation"] = s.utilisation;
     p["fragmentation_mean"] = s.fragmentation_mean;
     p["makespan_s"] = s.makespan_s;

@@ -115,6 +115,7 @@ TEST(Replay, SwitchesWaitBelongsToThePlacer) {
     for (const JobOutcome& o : r.jobs) {
       if (o.job == 2) {
         EXPECT_EQ(o.leaves, p == Placer::kFlat ? 1u : 2u) << to_string(p);
+        EXPECT_DOUBLE_EQ(o.locality, p == Placer::kFlat ? 1.0 : 0.5) << to_string(p);
       }
     }
   }
