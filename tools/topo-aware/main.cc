@@ -66,6 +66,7 @@ int main(int argc, char** argv) {
   cli::add_calibrate(app, common);
   cli::add_shadow_report(app, common);
   cli::add_place(app, common);
+  cli::add_simulate(app, common);
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,156 @@
+// `topo-aware simulate` on a hand-checkable trace (tests/fixtures/traces/simulate-20.csv) on an
+// 8-host synthetic tree, two leaves of 4 hosts: FIFO order, the head's reservation, backfilled
+// jobs' start times, the report's counts, determinism, and bad input named by file:line.
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/cli_support.h"
+
+namespace topoaware {
+namespace {
+
+using test::cli;
+using test::CliRun;
+
+const std::string kRun =
+    "simulate --trace traces/simulate-20.csv --synthetic tree4:1 --hosts 8 --hosts-per-leaf 4 "
+    "--comm-fraction 0 ";
+
+// placer -> job -> start (s), from the --per-job CSV.
+std::map<std::string, std::map<std::string, std::string>> starts(const std::string& csv) {
+  std::map<std::string, std::map<std::string, std::string>> out;
+  std::istringstream in(csv);
+  std::string line;
+  std::getline(in, line);  // header
+  while (std::getline(in, line)) {
+    std::vector<std::string> f;
+    std::istringstream row(line);
+    std::string field;
+    while (std::getline(row, field, ',')) f.push_back(field);
+    if (f.size() >= 5) out[f[0]][f[1]] = f[4];
+  }
+  return out;
+}
+
+TEST(SimulateCli, QueueIsFifoWithEasyBackfillUnderEveryPlacer) {
+  const std::string per_job = test::scratch("per-job.csv");
+  CliRun r = cli(kRun + "--of json --per-job '" + per_job + "'");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["jobs"], 20);
+  ASSERT_EQ(j["placers"].size(), 4u);
+  const auto s = starts(test::slurp(per_job));
+  for (const char* placer : {"flat", "tree", "tree-switches", "place"}) {
+    SCOPED_TRACE(placer);
+    const auto& st = s.at(placer);
+    // j01 takes 6 hosts until 100; j02 (4 hosts) waits for its reservation at 100; j03 (2
+    // hosts, 50 s) backfills at 2; j04 (1 host, 500 s) and j06 (1 GPU, 20 s) start at 52 when
+    // j03 ends, neither delaying j02; j05 (2 hosts) starts with j02 at 100, in FIFO order.
+    // --switches=1@300: no leaf holds j01's 6 hosts, so it waits until 300 and runs to 400;
+    // j02 and j05 start then; the backfilled jobs go as before.
+    const bool waits = std::string(placer) == "tree-switches";
+    EXPECT_EQ(st.at("j01"), waits ? "300" : "0");
+    EXPECT_EQ(st.at("j02"), waits ? "400" : "100");
+    EXPECT_EQ(st.at("j03"), "2");
+    EXPECT_EQ(st.at("j04"), "52");
+    EXPECT_EQ(st.at("j05"), waits ? "400" : "100");
+    EXPECT_EQ(st.at("j06"), "52");
+    // The rest arrive on an idle cluster: each starts when it is submitted.
+    for (int i = 7; i <= 20; ++i) {
+      const std::string id = (i < 10 ? "j0" : "j") + std::to_string(i);
+      EXPECT_EQ(st.at(id), std::to_string(5000 + 100 * (i - 7))) << id;
+    }
+  }
+  for (const auto& p : j["placers"]) {
+    EXPECT_EQ(p["jobs"], 20);
+    // j01 j02 j03 j05 and the 16- and 32-GPU jobs of j07-j20 (j11 j12 j17 j18).
+    EXPECT_EQ(p["multi_host_jobs"], 8) << p["placer"];
+    EXPECT_GE(p["slowdown_multi_host"]["median"].get<double>(), 1.0) << p["placer"];
+  }
+}
+
+TEST(SimulateCli, TextTableIsDeterministic) {
+  CliRun a = cli(kRun + "--placers tree,place -q");
+  CliRun b = cli(kRun + "--placers tree,place -q");
+  ASSERT_EQ(a.rc, 0) << a.err;
+  // The wall column differs from run to run; every other figure must not.
+  auto strip = [](const std::string& t) {
+    std::string out;
+    std::istringstream in(t);
+    std::string line;
+    while (std::getline(in, line)) {
+      const std::size_t s = line.rfind(" s");
+      out += (s != std::string::npos && s + 2 == line.size() ? line.substr(0, line.rfind("  "))
+                                                             : line) +
+             "\n";
+    }
+    return out;
+  };
+  EXPECT_EQ(strip(a.out), strip(b.out));
+  EXPECT_NE(a.out.find("placer"), std::string::npos) << a.out;
+  EXPECT_NE(a.out.find("20 jobs of traces/simulate-20.csv"), std::string::npos) << a.out;
+}
+
+TEST(SimulateCli, SacctExportReplaysItsJobsAndCountsWhatItSkips) {
+  // Two jobs (16 GPUs for 2 h, 8 GPUs for 10 min), a batch step and an extern step, a pending
+  // job and a CPU-only job. On an idle 8-host tree both start at their submit.
+  const std::string trace = test::scratch("sacct.txt");
+  {
+    std::ofstream out(trace);
+    out << "JobID|JobName|Submit|Start|End|NNodes|AllocTRES|State\n"
+           "100|train|2026-01-01T10:00:00|2026-01-01T10:00:00|2026-01-01T12:00:00|2|"
+           "cpu=128,node=2,gres/gpu=16|COMPLETED\n"
+           "100.batch|batch|2026-01-01T10:00:00|2026-01-01T10:00:00|2026-01-01T12:00:00|1|"
+           "cpu=64,gres/gpu=8|COMPLETED\n"
+           "100.extern|extern|2026-01-01T10:00:00|2026-01-01T10:00:00|2026-01-01T12:00:00|2|"
+           "cpu=128,gres/gpu=16|COMPLETED\n"
+           "101|eval|2026-01-01T10:30:00|2026-01-01T10:30:00|2026-01-01T10:40:00|1|"
+           "cpu=16,gres/gpu=8|COMPLETED\n"
+           "102|later|2026-01-01T11:00:00|Unknown|Unknown|1|cpu=16|PENDING\n"
+           "103|cpu|2026-01-01T11:00:00|2026-01-01T11:00:00|2026-01-01T11:05:00|1|cpu=4|"
+           "COMPLETED\n";
+  }
+  const std::string per_job = test::scratch("sacct-per-job.csv");
+  CliRun r = cli("simulate --trace '" + trace +
+                 "' --synthetic tree4:1 --hosts 8 --hosts-per-leaf 4 --placers tree --of json "
+                 "--comm-fraction 0 --per-job '" +
+                 per_job + "'");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["jobs"], 2);
+  EXPECT_EQ(j["skipped"]["steps"], 2);
+  EXPECT_EQ(j["skipped"]["unfinished"], 1);
+  EXPECT_EQ(j["skipped"]["no_gpu"], 1);
+  EXPECT_EQ(j["placers"][0]["multi_host_jobs"], 1);
+  EXPECT_EQ(test::slurp(per_job),
+            "placer,job,submit,gpus,start,end,hosts,leaves,slowdown\n"
+            "tree,100,0,16,0,7200,2,1,1.0000\n"
+            "tree,101,1800,8,1800,2400,1,1,1.0000\n");
+}
+
+TEST(SimulateCli, BadTraceIsNamedByFileAndLine) {
+  const std::string bad = test::scratch("bad-trace.csv");
+  {
+    std::ofstream out(bad);
+    out << "job_id,submission_time,duration,num_gpu\na,0,10,8\nb,1,ten,8\n";
+  }
+  CliRun r = cli("simulate --trace '" + bad + "' --synthetic tree4:1 --hosts 8");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find(bad + ":3: duration 'ten' is not a number"), std::string::npos) << r.err;
+  r = cli("simulate --trace traces/simulate-20.csv --hosts 8");
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_NE(r.err.find("--fabric FILE or --synthetic"), std::string::npos) << r.err;
+  r = cli("simulate --trace traces/simulate-20.csv --synthetic tree4:1 --placers flat,block");
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_NE(r.err.find("unknown placer 'block'"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace topoaware

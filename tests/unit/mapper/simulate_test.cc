@@ -1,0 +1,165 @@
+// replay(): the FIFO + EASY-backfill queue worked by hand on an 8-host fat tree (two leaves of
+// 4 hosts, 8 GPUs each, 4:1 at the leaves), the same for every placer; sub-host jobs packed
+// best-fit; --switches=1@300 waiting; run times stretched by the modeled slowdown.
+#include "topoaware/mapper/simulate.h"
+
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "topoaware/mapper/layout.h"
+#include "topoaware/mapper/synthetic.h"
+#include "topoaware/mapper/trace.h"
+#include "topoaware/topology/fabric.h"
+#include "topoaware/topology/node.h"
+
+namespace topoaware::mapper {
+namespace {
+
+struct Cluster {
+  topology::Fabric fabric;
+  topology::NodeTopology node = make_node(8, 8, 450, 50);
+};
+
+Cluster small() {
+  FatTreeSpec s;
+  s.hosts = 8;
+  s.hosts_per_leaf = 4;
+  s.leaf_oversub = 4;
+  return {make_fat_tree(s)};
+}
+
+const std::vector<Placer> kAll = {Placer::kFlat, Placer::kTree, Placer::kTreeSwitches,
+                                  Placer::kPlace};
+
+// Start time of each trace job (by its index), -1 for one that did not run.
+std::vector<double> starts(const Replay& r, std::size_t n) {
+  std::vector<double> out(n, -1);
+  for (const JobOutcome& o : r.jobs) out[o.job] = o.start;
+  return out;
+}
+
+Replay run(Cluster& c, const std::vector<TraceJob>& jobs, Placer p, double comm = 0) {
+  ReplayOptions o;
+  o.comm_fraction = comm;
+  SlowdownModel model(c.fabric, c.node, 8);
+  return replay(c.fabric, c.node, jobs, p, o, model);
+}
+
+TEST(Replay, FifoWithEasyBackfillForEveryPlacer) {
+  // A takes 6 hosts until 100. B (4 hosts) waits: its reservation is at 100. C (2 hosts, ends at
+  // 52) fits before it and backfills at 2. D (1 host until 552) starts when C ends at 52: at 100
+  // B still has 7 hosts. E (2 hosts) queues behind B and starts with it at 100.
+  // With --switches=1@300 no leaf holds A's 6 hosts: A waits until 300 and then spreads; C (at
+  // 2) and D (at 52) leave A its 6 hosts and go first; B and E start when A ends at 400.
+  const std::vector<TraceJob> jobs = {
+      {"A", 0, 100, 48}, {"B", 1, 100, 32}, {"C", 2, 50, 16}, {"D", 3, 500, 8}, {"E", 4, 1000, 16}};
+  Cluster c = small();
+  for (Placer p : kAll) {
+    const Replay r = run(c, jobs, p);
+    const std::vector<double> want = p == Placer::kTreeSwitches
+                                         ? std::vector<double>{300, 400, 2, 52, 400}
+                                         : std::vector<double>{0, 100, 2, 52, 100};
+    EXPECT_EQ(starts(r, jobs.size()), want) << to_string(p);
+    EXPECT_EQ(r.too_large, 0u);
+  }
+}
+
+TEST(Replay, BackfillNeverDelaysTheHeadsReservation) {
+  // B wants 7 hosts at 100, leaving 1 spare: C (2 hosts, long) would delay it and waits until B
+  // ends at 200; D behind C (2 hosts, ends at 53) fits before 100 and backfills at 3.
+  // With --switches=1@300 A waits until 300 (no leaf holds 6 hosts), and C, long, goes at 2 since
+  // it leaves A its 6 hosts; D would not (ends after A could start) and goes at 400 when A ends,
+  // into the time B waits for C's hosts; B, larger than a leaf, past its wait, spreads at 1002.
+  const std::vector<TraceJob> jobs = {{"A", 0, 100, 48},
+                                      {"B", 1, 100, 56},
+                                      {"C", 2, 1000, 16},
+                                      {"D", 3, 50, 16},
+                                      {"X", 5, 10, 128}};  // more GPUs than the cluster
+  Cluster c = small();
+  for (Placer p : kAll) {
+    const Replay r = run(c, jobs, p);
+    const std::vector<double> want = p == Placer::kTreeSwitches
+                                         ? std::vector<double>{300, 1002, 2, 400, -1}
+                                         : std::vector<double>{0, 100, 200, 3, -1};
+    EXPECT_EQ(starts(r, jobs.size()), want) << to_string(p);
+    EXPECT_EQ(r.too_large, 1u);
+  }
+}
+
+TEST(Replay, PartsOfAHostArePackedBestFit) {
+  // 4 GPUs on host 0; 2 more fit host 0's remaining 4 (fewest free that hold them); the next 4
+  // do not fit host 0's 2 and take host 1; the last 2 fill host 0.
+  const std::vector<TraceJob> jobs = {
+      {"a", 0, 100, 4}, {"b", 0, 100, 2}, {"c", 0, 100, 4}, {"d", 0, 100, 2}};
+  Cluster c = small();
+  const Replay r = run(c, jobs, Placer::kTree);
+  ASSERT_EQ(r.jobs.size(), 4u);
+  const std::vector<std::vector<std::uint32_t>> want = {{0}, {0}, {1}, {0}};
+  for (const JobOutcome& o : r.jobs) EXPECT_EQ(o.placed_on, want[o.job]) << jobs[o.job].id;
+}
+
+TEST(Replay, SwitchesWaitBelongsToThePlacer) {
+  // A and B leave one host in each leaf (flat packs them into hosts 0-5 and leaves 6-7 in one
+  // leaf). C (2 hosts) spreads at once under tree and place; with --switches=1@300 it waits for
+  // one leaf until its wait runs out at 301, then spreads.
+  const std::vector<TraceJob> jobs = {{"A", 0, 1000, 24}, {"B", 0, 1000, 24}, {"C", 1, 100, 16}};
+  Cluster c = small();
+  for (Placer p : kAll) {
+    const Replay r = run(c, jobs, p);
+    const double want = p == Placer::kTreeSwitches ? 301 : 1;
+    EXPECT_EQ(starts(r, jobs.size())[2], want) << to_string(p);
+    for (const JobOutcome& o : r.jobs) {
+      if (o.job == 2) {
+        EXPECT_EQ(o.leaves, p == Placer::kFlat ? 1u : 2u) << to_string(p);
+        EXPECT_DOUBLE_EQ(o.locality, p == Placer::kFlat ? 1.0 : 0.5) << to_string(p);
+      }
+    }
+  }
+}
+
+TEST(Replay, RunTimeIsStretchedByTheModeledSlowdown) {
+  // C is spread over the two leaves of a 4:1 tree: its slowdown is the model's, at least 1, and
+  // its run time duration x (1 + f x (slowdown - 1)).
+  const std::vector<TraceJob> jobs = {{"A", 0, 1000, 24}, {"B", 0, 1000, 24}, {"C", 1, 100, 16}};
+  Cluster c = small();
+  const Replay r = run(c, jobs, Placer::kTree, 0.5);
+  const ReplaySummary s = summarize(r, jobs);
+  for (const JobOutcome& o : r.jobs) {
+    if (o.job != 2) continue;
+    EXPECT_GE(o.slowdown, 1.0);
+    EXPECT_DOUBLE_EQ(o.end - o.start, 100 * (1 + 0.5 * (o.slowdown - 1)));
+    EXPECT_DOUBLE_EQ(s.slowdown_p95, o.slowdown);  // A and B, each in one leaf, are at 1
+  }
+  EXPECT_EQ(s.multi_host, 3u);
+  EXPECT_GT(s.utilisation, 0);
+  EXPECT_LE(s.utilisation, 1);
+}
+
+TEST(Replay, SlowdownModelCachesBySetStructureAndNamesTheLayout) {
+  Cluster c = small();
+  SlowdownModel m(c.fabric, c.node, 8);
+  EXPECT_EQ(SlowdownModel::layout_for(2, 8), "tp=8");  // dp=2
+  EXPECT_EQ(SlowdownModel::layout_for(8, 8), "tp=8,pp=4");
+  EXPECT_EQ(SlowdownModel::layout_for(12, 8), "tp=8,pp=6");
+  EXPECT_EQ(SlowdownModel::layout_for(64, 8), "tp=8,pp=8");
+  EXPECT_EQ(SlowdownModel::layout_for(11, 8), "tp=8");
+  EXPECT_DOUBLE_EQ(m.slowdown({0, 1}), 1.0);  // one leaf: as good as an empty cluster's best
+  const double spread = m.slowdown({0, 4});
+  const std::size_t evaluations = m.evaluations();
+  EXPECT_DOUBLE_EQ(m.slowdown({1, 5}), spread);  // the same structure: from the cache
+  EXPECT_EQ(m.evaluations(), evaluations);
+  EXPECT_EQ(m.cache_hits(), 1u);
+  EXPECT_EQ(m.slowdown({3}), 1.0);
+}
+
+TEST(Replay, UnknownPlacerIsAnError) {
+  EXPECT_THROW(placer_from("block"), Error);
+  EXPECT_EQ(placer_from("tree-switches"), Placer::kTreeSwitches);
+}
+
+}  // namespace
+}  // namespace topoaware::mapper

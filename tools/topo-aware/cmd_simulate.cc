@@ -1,0 +1,298 @@
+// `topo-aware simulate`: replay a job trace on a fabric under each placer (mapper/simulate.h)
+// and report wait, completion time, modeled slowdown, spread, utilisation and fragmentation per
+// placer, as a table or JSON. The I/O lives here: reading the trace and the fabric, progress on
+// stderr; the replay itself is the mapper's pure replay().
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli.h"
+#include "text_table.h"
+#include "topoaware/mapper/layout.h"
+#include "topoaware/mapper/simulate.h"
+#include "topoaware/mapper/synthetic.h"
+#include "topoaware/mapper/trace.h"
+#include "topoaware/topology/error.h"
+#include "topoaware/topology/fabric_io.h"
+
+namespace topoaware::cli {
+namespace {
+
+struct SimulateOptions {
+  std::string trace;
+  std::string trace_format = "auto";
+  std::string fabric;
+  std::string synthetic;
+  int hosts = 1024;
+  int hosts_per_leaf = 16;
+  int gpus_per_host = 8;
+  std::vector<std::string> placers = {"flat", "tree", "tree-switches", "place"};
+  double comm_fraction = 0.3;
+  double switch_wait_s = 300;
+  std::uint64_t seed = 1;
+  std::size_t limit = 0;
+  std::string format = "text";
+  std::string output;
+  std::string per_job;  // CSV of every job's outcome under every placer
+};
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw topology::Error(topology::ErrorCode::kSystem, path, "cannot open for reading");
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+topology::Fabric fabric_of(const SimulateOptions& o) {
+  if (o.fabric.empty() == o.synthetic.empty()) {
+    throw UsageError("give --fabric FILE or --synthetic tree4:1|tree2:1");
+  }
+  if (!o.fabric.empty()) return topology::load_fabric(o.fabric);
+  mapper::FatTreeSpec s;
+  s.hosts = o.hosts;
+  s.hosts_per_leaf = o.hosts_per_leaf;
+  s.gpus_per_host = o.gpus_per_host;
+  s.ports_per_host = o.gpus_per_host;
+  s.seed = o.seed;
+  if (o.synthetic == "tree4:1") {
+    s.leaf_oversub = 4;
+  } else if (o.synthetic == "tree2:1") {
+    s.leaf_oversub = 2;
+  } else {
+    throw UsageError("--synthetic " + o.synthetic + ": expected tree4:1 or tree2:1");
+  }
+  if (o.hosts < 1 || o.hosts_per_leaf < 1) {
+    throw UsageError("--hosts and --hosts-per-leaf must be at least 1");
+  }
+  return mapper::make_fat_tree(s);
+}
+
+std::string fixed(double x, int digits) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, x);
+  return buf;
+}
+
+// Seconds as people read a wait: s, min or h.
+std::string duration(double s) {
+  if (s < 120) return fixed(s, 0) + " s";
+  if (s < 7200) return fixed(s / 60, 1) + " min";
+  return fixed(s / 3600, 1) + " h";
+}
+
+struct Result {
+  mapper::Placer placer;
+  mapper::ReplaySummary summary;
+  double wall_s = 0;
+};
+
+// One line per job and placer, in trace order within a placer.
+void write_per_job(std::ostream& out, mapper::Placer placer, const mapper::Replay& r,
+                   const std::vector<mapper::TraceJob>& jobs) {
+  std::vector<const mapper::JobOutcome*> by_job(jobs.size(), nullptr);
+  for (const mapper::JobOutcome& o : r.jobs) by_job[o.job] = &o;
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    const mapper::JobOutcome* o = by_job[i];
+    out << mapper::to_string(placer) << ',' << jobs[i].id << ',' << fixed(jobs[i].submit, 0) << ','
+        << jobs[i].gpus << ',';
+    if (o == nullptr) {
+      out << ",,,,\n";
+      continue;
+    }
+    out << fixed(o->start, 0) << ',' << fixed(o->end, 0) << ',' << o->hosts << ',' << o->leaves
+        << ',' << fixed(o->slowdown, 4) << '\n';
+  }
+}
+
+std::string render_text(const SimulateOptions& o, const topology::Fabric& f,
+                        const mapper::Trace& trace, std::size_t replayed,
+                        const std::vector<Result>& results, const mapper::SlowdownModel& model) {
+  std::ostringstream out;
+  out << "topo-aware simulate: " << replayed << " jobs of " << o.trace << " on " << f.hosts.size()
+      << " hosts x " << o.gpus_per_host << " GPUs (" << f.source << "), comm fraction "
+      << fixed(o.comm_fraction, 2) << "\n";
+  if (trace.steps_skipped + trace.unfinished_skipped + trace.no_gpu_skipped > 0) {
+    out << "skipped: " << trace.steps_skipped << " job steps, " << trace.unfinished_skipped
+        << " unfinished jobs, " << trace.no_gpu_skipped << " jobs without GPUs\n";
+  }
+  if (!results.empty() && results.front().summary.too_large > 0) {
+    out << "not replayed: " << results.front().summary.too_large
+        << " jobs wanting more GPUs than the cluster has\n";
+  }
+  std::vector<std::vector<std::string>> rows = {
+      {"placer", "jobs", "multi-host", "wait med", "wait p95", "JCT med", "JCT p95", "slowdown med",
+       "slowdown p95", "leaves/job", "locality", "util", "frag", "wall"}};
+  for (const Result& r : results) {
+    const mapper::ReplaySummary& s = r.summary;
+    rows.push_back({std::string(mapper::to_string(r.placer)), std::to_string(s.jobs),
+                    std::to_string(s.multi_host), duration(s.wait_median_s), duration(s.wait_p95_s),
+                    duration(s.jct_median_s), duration(s.jct_p95_s), fixed(s.slowdown_median, 4),
+                    fixed(s.slowdown_p95, 4), fixed(s.leaves_mean, 2), fixed(s.locality_mean, 3),
+                    fixed(s.utilisation * 100, 1) + "%", fixed(s.fragmentation_mean, 3),
+                    fixed(r.wall_s, 1) + " s"});
+  }
+  out << text_table(rows);
+  out << "slowdown: modeled exposed communication of multi-host jobs against the best "
+         "allocation of an empty cluster; leaves/job and locality (the share of a job's hosts in "
+         "its fullest leaf): of multi-host jobs; frag: fragmentation "
+         "of the free hosts after each start, averaged; "
+      << model.evaluations() << " model evaluations, " << model.cache_hits() << " cache hits\n";
+  return out.str();
+}
+
+std::string render_json(const SimulateOptions& o, const topology::Fabric& f,
+                        const mapper::Trace& trace, std::size_t replayed,
+                        const std::vector<Result>& results, const mapper::SlowdownModel& model) {
+  nlohmann::ordered_json j;
+  j["trace"] = o.trace;
+  j["jobs"] = replayed;
+  j["skipped"] = {{"steps", trace.steps_skipped},
+                  {"unfinished", trace.unfinished_skipped},
+                  {"no_gpu", trace.no_gpu_skipped}};
+  j["fabric"] = f.source;
+  j["hosts"] = f.hosts.size();
+  j["gpus_per_host"] = o.gpus_per_host;
+  j["comm_fraction"] = o.comm_fraction;
+  j["switch_wait_s"] = o.switch_wait_s;
+  j["seed"] = o.seed;
+  j["model_evaluations"] = model.evaluations();
+  j["model_cache_hits"] = model.cache_hits();
+  j["placers"] = nlohmann::ordered_json::array();
+  for (const Result& r : results) {
+    const mapper::ReplaySummary& s = r.summary;
+    nlohmann::ordered_json p;
+    p["placer"] = mapper::to_string(r.placer);
+    p["jobs"] = s.jobs;
+    p["multi_host_jobs"] = s.multi_host;
+    p["too_large"] = s.too_large;
+    p["wait_s"] = {{"median", s.wait_median_s}, {"p95", s.wait_p95_s}};
+    p["jct_s"] = {{"median", s.jct_median_s}, {"p95", s.jct_p95_s}};
+    p["slowdown_multi_host"] = {{"median", s.slowdown_median}, {"p95", s.slowdown_p95}};
+    p["leaves_per_multi_host_job"] = s.leaves_mean;
+    p["locality_multi_host"] = s.locality_mean;
+    p["utilisation"] = s.utilisation;
+    p["fragmentation_mean"] = s.fragmentation_mean;
+    p["makespan_s"] = s.makespan_s;
+    p["wall_s"] = r.wall_s;
+    j["placers"].push_back(p);
+  }
+  return j.dump(2) + "\n";
+}
+
+void run(const SimulateOptions& o, const Common& common) {
+  if (o.gpus_per_host < 1) throw UsageError("--gpus-per-host must be at least 1");
+  if (o.comm_fraction < 0 || o.comm_fraction > 1) {
+    throw UsageError("--comm-fraction must be in [0, 1]");
+  }
+  std::vector<mapper::Placer> placers;
+  for (const std::string& p : o.placers) {
+    try {
+      placers.push_back(mapper::placer_from(p));
+    } catch (const mapper::Error& e) {
+      throw UsageError(std::string("--placers: ") + e.what());
+    }
+  }
+  const std::string text = read_text(o.trace);
+  const mapper::TraceFormat format = o.trace_format == "auto"
+                                         ? mapper::detect_trace_format(text, o.trace)
+                                         : mapper::trace_format_from(o.trace_format);
+  mapper::Trace trace = mapper::read_trace(text, o.trace, format);
+  if (o.limit > 0 && trace.jobs.size() > o.limit) trace.jobs.resize(o.limit);
+  const topology::Fabric fabric = fabric_of(o);
+  if (fabric.hosts.empty()) {
+    throw topology::Error(topology::ErrorCode::kBadInput, fabric.source, "the fabric has no host");
+  }
+  const topology::NodeTopology node = mapper::make_node(o.gpus_per_host, o.gpus_per_host, 450, 50);
+  mapper::SlowdownModel model(fabric, node, o.gpus_per_host);
+  mapper::ReplayOptions ro;
+  ro.gpus_per_host = o.gpus_per_host;
+  ro.comm_fraction = o.comm_fraction;
+  ro.switch_wait_s = o.switch_wait_s;
+  std::vector<Result> results;
+  std::ostringstream per_job;
+  per_job << "placer,job,submit,gpus,start,end,hosts,leaves,slowdown\n";
+  for (mapper::Placer p : placers) {
+    const auto t0 = std::chrono::steady_clock::now();
+    if (!common.quiet) {
+      ro.progress = [&](std::size_t done, std::size_t total, double now) {
+        const double wall =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        std::fprintf(stderr, "topo-aware: simulate %s: %zu of %zu jobs started, day %.1f, %.0f s\n",
+                     std::string(mapper::to_string(p)).c_str(), done, total, now / 86400, wall);
+      };
+    }
+    const mapper::Replay r = mapper::replay(fabric, node, trace.jobs, p, ro, model);
+    Result res{p, mapper::summarize(r, trace.jobs),
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()};
+    results.push_back(res);
+    if (!o.per_job.empty()) write_per_job(per_job, p, r, trace.jobs);
+  }
+  if (!o.per_job.empty()) write_output(o.per_job, per_job.str());
+  const std::string out = o.format == "json"
+                              ? render_json(o, fabric, trace, trace.jobs.size(), results, model)
+                              : render_text(o, fabric, trace, trace.jobs.size(), results, model);
+  write_output(o.output, out);
+}
+
+}  // namespace
+
+void add_simulate(CLI::App& app, Common& common) {
+  auto o = std::make_shared<SimulateOptions>();
+  auto* sub = app.add_subcommand(
+      "simulate", "Replay a job trace on a fabric under Slurm's placers and place, and compare");
+  sub->footer(
+      "One FIFO queue with EASY backfill for every placer; jobs of fewer GPUs than a host are\n"
+      "packed best-fit onto shared hosts, larger ones take whole hosts chosen by the placer\n"
+      "(flat, tree, tree-switches = tree with --switches=1@--switch-wait, place). Each job's run\n"
+      "time is stretched by its modeled communication slowdown against the best allocation of\n"
+      "an empty cluster, times --comm-fraction. Layout of a multi-host job: tp = GPUs per host,\n"
+      "pp = the largest divisor of its hosts up to 8, dp the rest (docs/placement.md,\n"
+      "\"Replaying a busy cluster\"). Nothing is random: the same inputs give the same report;\n"
+      "--seed seeds the synthetic fabric.\n"
+      "Exit codes: 0 done, 1 bad input, 2 usage.");
+  sub->add_option("--trace", o->trace,
+                  "Job trace: ElasticFlow CSV, Kalos converted CSV or "
+                  "sacct --parsable2 export")
+      ->required();
+  sub->add_option("--format", o->trace_format, "Format of the trace (default: from its header)")
+      ->check(CLI::IsMember({"auto", "elasticflow", "kalos", "sacct"}))
+      ->capture_default_str();
+  sub->add_option("--fabric", o->fabric,
+                  "Fabric file (ibnetdiscover dump, topology.conf, TOML "
+                  "or JSON)");
+  sub->add_option("--synthetic", o->synthetic,
+                  "A synthetic two-tier fat tree instead: tree4:1 or tree2:1 at the leaves");
+  sub->add_option("--hosts", o->hosts, "Hosts of the synthetic tree")->capture_default_str();
+  sub->add_option("--hosts-per-leaf", o->hosts_per_leaf, "Hosts per leaf of the synthetic tree")
+      ->capture_default_str();
+  sub->add_option("--gpus-per-host", o->gpus_per_host, "GPUs of every host")->capture_default_str();
+  sub->add_option("--placers", o->placers, "Placers to replay, comma-separated")
+      ->delimiter(',')
+      ->capture_default_str();
+  sub->add_option("--comm-fraction", o->comm_fraction,
+                  "Share of a job's run time that is communication (scales the slowdown)")
+      ->capture_default_str();
+  sub->add_option("--switch-wait", o->switch_wait_s,
+                  "tree-switches: seconds a job waits for one leaf (--switches=1@T)")
+      ->capture_default_str();
+  sub->add_option("--seed", o->seed, "Seed of the synthetic fabric")->capture_default_str();
+  sub->add_option("--limit", o->limit, "Replay only the first N jobs (0: all)");
+  sub->add_option("--of", o->format, "Output: text or json")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  sub->add_option("-o,--output", o->output, "Write to this file instead of stdout");
+  sub->add_option("--per-job", o->per_job,
+                  "Also write every job's start, end, hosts, leaves and slowdown per placer to "
+                  "this CSV file");
+  sub->callback([o, &common] { run(*o, common); });
+}
+
+}  // namespace topoaware::cli
