@@ -30,7 +30,7 @@ if [ ! -f "$build/build.ninja" ]; then
     -DTOPOAWARE_BUILD_TESTS=OFF -DTOPOAWARE_BUILD_SPANK=OFF -DTOPOAWARE_BUILD_BENCH=OFF >/dev/null
 fi
 targets=(input_format nccl_xml hwloc_xml ibnetdiscover slurm_topology fabric_toml fabric_json
-         lingjun_csv hostlist plugin_config plugstack shadow_line layout_spec job_toml)
+         lingjun_csv hostlist plugin_config plugstack shadow_line layout_spec job_toml trace)
 [ $# -gt 0 ] && targets=("$@")
 for skip in ${FUZZ_SKIP:-}; do
   for i in "${!targets[@]}"; do [ "${targets[$i]}" = "$skip" ] && unset 'targets[i]'; done
@@ -53,6 +53,7 @@ seed slurm_topology "$fx"/slurm-topology/*.conf "$shared"/fixtures/slurm-topolog
 seed fabric_toml etc/cluster-*.toml etc/lab-cluster.toml
 seed lingjun_csv "$fx"/lingjun/topo.csv
 seed plugin_config etc/topo-aware.toml
+seed trace "$fx"/traces/* "$shared"/traces/kalos/*.csv
 seed shadow_line "$fx"/shadow/*.log
 seed input_format "$fx"/slurm-topology/*.conf "$fx"/ibnetdiscover/*.txt "$fx"/nccl-topo/aws-*.xml \
   "$fx"/lingjun/topo.csv etc/lab-cluster.toml "$shared"/fixtures/nvidia-smi-topo/*.txt "$shared"/fixtures/slurm-topology/*.yaml

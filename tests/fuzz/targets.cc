@@ -10,6 +10,7 @@
 #include "topoaware/launch/shadow.h"
 #include "topoaware/mapper/launch.h"
 #include "topoaware/mapper/layout.h"
+#include "topoaware/mapper/trace.h"
 #include "topoaware/topology/error.h"
 #include "topoaware/topology/fabric_io.h"
 #include "topoaware/topology/hostlist.h"
@@ -160,6 +161,13 @@ const std::vector<Target> kTargets = {
      [](std::string_view d) {
        int world = world_of(d);
        guarded([&] { (void)mapper::parse_layout(d, world); });
+     }},
+    {"trace",
+     [](std::string_view d) {
+       guarded([&] {
+         const mapper::TraceFormat f = mapper::detect_trace_format(d, "fuzz");
+         (void)mapper::read_trace(d, "fuzz", f);
+       });
      }},
     {"job_toml",
      [](std::string_view d) {
