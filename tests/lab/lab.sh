@@ -13,7 +13,8 @@
 #        tests/lab/lab.sh mpi-default none|pmix (slurm.conf MpiDefault, reconfigured live)
 #        tests/lab/lab.sh resolve on|off        (the node names in the nodes' /etc/hosts)
 # Environment: TOPO_AWARE_LAB (default /tmp/topo-aware-lab), LAB_NODES (4), LAB_CPUS (8),
-# LAB_MPI_DEFAULT (none).
+# LAB_MPI_DEFAULT (none), LAB_CLI_FILTER (a cli_filter.lua: copied beside slurm.conf with
+# CliFilterPlugins=cli_filter/lua; clients read it at once, so `up` again changes it live).
 # `up` is idempotent: a lab that is already up is reused (the plugin is refreshed). `down`
 # stops daemons by PID, kills what still runs in the lab's namespaces, deletes the namespaces,
 # the bridge and Slurm's cgroup directories, also after a failed or killed run.
@@ -98,7 +99,10 @@ EOF
       echo "NodeName=node$i NodeAddr=$NET.$((10 + i)) CPUs=$CPUS RealMemory=2000 Gres=gpu:8 State=UNKNOWN"
     done
     echo "PartitionName=gpu Nodes=node[1-$NODES] Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO"
+    [ -z "${LAB_CLI_FILTER:-}" ] || echo "CliFilterPlugins=cli_filter/lua"
   } >"$LAB/etc/slurm.conf"
+  rm -f "$LAB/etc/cli_filter.lua"
+  [ -z "${LAB_CLI_FILTER:-}" ] || cp "$LAB_CLI_FILTER" "$LAB/etc/cli_filter.lua"
   local half=$((NODES / 2))
   cat >"$LAB/etc/topology.conf" <<EOF
 SwitchName=leaf1 Nodes=node[1-$half]
