@@ -168,13 +168,21 @@ local function place(options, asked)
 	end
 	if rc ~= 0 or line == nil then
 		said = said or ("exit " .. tostring(rc))
-		said = string.gsub(string.gsub(said, "^topo%-aware:%s*", ""), "^place:%s*", "")
+		said = string.gsub(string.gsub(said, "^topo%-aware:?%s*", ""), "^place:%s*", "")
 		return say("%s: left as asked", said)
 	end
-	local key, value = string.match(line, "^%-%-(%a+)=(%S+)")
-	options[key] = value
+	-- One line of submission arguments: --nodelist=H, or --exclude=H with --switches=N. Only
+	-- these are set; anything else on the line means a tool this script does not know.
+	local set = {}
+	for key, value in string.gmatch(line, "%-%-(%a+)=(%S+)") do
+		if key ~= "nodelist" and key ~= "exclude" and key ~= "switches" then
+			return say("unexpected answer '%s': left as asked", line)
+		end
+		set[key] = value
+	end
+	for key, value in pairs(set) do options[key] = value end
 	if tonumber(options["verbose"] or "0") >= 1 then
-		say("--%s=%s (asked by %s)", key, value, asked.from)
+		say("%s (asked by %s)", line, asked.from)
 	end
 end
 

@@ -22,8 +22,9 @@ cat >"$tmp/topo-aware" <<EOF
 for a in "\$@"; do printf '[%s]' "\$a"; done >"$tmp/args"
 case \$FAKE in
   pin) echo "--nodelist=node[2,4]" ;;
-  exclude) echo "--exclude=node[1,3]" ;;
-  refuse) echo "topo-aware: place: 3 nodes asked, 2 usable in partition gpu" >&2; exit 1 ;;
+  exclude) echo "--exclude=node[1,3] --switches=1" ;;
+  other) echo "--nodelist=node1 --begin=now+1hour" ;;
+  refuse) echo "topo-aware place: cannot place now: 3 hosts asked, 2 free" >&2; exit 5 ;;
   slow) sleep 10 ;;
 esac
 EOF
@@ -35,7 +36,8 @@ dofile("$SRC/etc/cli_filter.lua")
 local o = {}
 for i = 1, #arg, 2 do o[arg[i]] = arg[i + 1] end
 local rc = slurm_cli_pre_submit(o, 0)
-print("rc=" .. rc .. " nodelist=" .. tostring(o.nodelist) .. " exclude=" .. tostring(o.exclude))
+print("rc=" .. rc .. " nodelist=" .. tostring(o.nodelist) .. " exclude=" .. tostring(o.exclude)
+  .. (o.switches and " switches=" .. o.switches or ""))
 EOF
 
 # case: name, expected stdout, expected stderr (a regex, or "" for none), env..., --, options...
@@ -72,7 +74,7 @@ filter "TOPO_AWARE_PLACE=1: pinned" 'rc=0 nodelist=node[2,4] exclude=nil' "" \
   FAKE=pin TOPO_AWARE_PLACE=1 -- type sbatch nodes 2 partition gpu
 args_are "TOPO_AWARE_PLACE=1: the tool's arguments, the fabric beside slurm.conf" \
   "[place][--fabric][$tmp/etc/fabric.toml][--from-slurm][-N][2][--of][sbatch][--partition][gpu]"
-filter "a layout in TOPO_AWARE_PLACE, an exclude answer" 'rc=0 nodelist=nil exclude=node[1,3]' "" \
+filter "a layout in TOPO_AWARE_PLACE, an exclude answer" 'rc=0 nodelist=nil exclude=node[1,3] switches=1' "" \
   FAKE=exclude "TOPO_AWARE_PLACE=tp=8,pp=2" -- type salloc nodes 4-4
 args_are "the layout passed as --layout" \
   "[place][--fabric][$tmp/etc/fabric.toml][--from-slurm][-N][4][--of][sbatch][--layout][tp=8,pp=2]"
@@ -94,7 +96,7 @@ filter "srun inside an allocation: silent" "$untouched" "" \
   FAKE=pin TOPO_AWARE_PLACE=1 SLURM_JOB_ID=7 -- type srun nodes 2
 
 # Fail-open: as asked, one line.
-filter "the tool refuses" "$untouched" 'topo-aware: place: 3 nodes asked, 2 usable in partition gpu: left as asked' \
+filter "the tool refuses" "$untouched" 'topo-aware: place: cannot place now: 3 hosts asked, 2 free: left as asked' \
   FAKE=refuse TOPO_AWARE_PLACE=1 -- type sbatch nodes 3
 filter "the tool is slow" "$untouched" 'topo-aware: place: no answer within 5 s: left as asked' \
   FAKE=slow TOPO_AWARE_PLACE=1 -- type sbatch nodes 2
@@ -114,6 +116,9 @@ filter "no count" "$untouched" \
   FAKE=pin TOPO_AWARE_PLACE=1 -- type sbatch nodes 1-0
 filter "an answer that is not an sbatch option" "$untouched" "$left" \
   FAKE=none TOPO_AWARE_PLACE=1 -- type sbatch nodes 2
+filter "an answer with an option the script does not set" "$untouched" \
+  "topo-aware: place: unexpected answer '--nodelist=node1 --begin=now\\+1hour': left as asked" \
+  FAKE=other TOPO_AWARE_PLACE=1 -- type sbatch nodes 2
 
 [ "$fails" -eq 0 ] && echo "cli_filter.lua ($LUA): all passed" || echo "cli_filter.lua ($LUA): $fails failed"
 [ "$fails" -eq 0 ]
