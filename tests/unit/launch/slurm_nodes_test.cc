@@ -88,6 +88,28 @@ TEST(SlurmNodes, ReservedAndNotResponding) {
   EXPECT_EQ(default_partition(fixture("slurm-22.05-partitions.oneliner")), "gpu");
 }
 
+// Slurm 24.11.5 (Debian 13) on the same lab: the same fields in the same order, a new one
+// (ResumeAfterTime) ignored; node2 drained before its job started.
+TEST(SlurmNodes, Slurm2411) {
+  auto nodes = read("slurm-24.11-drained-reserved-not-responding.details.oneliner");
+  ASSERT_EQ(nodes.size(), 6u);
+  std::vector<std::string> why;
+  for (const SlurmNode& n : nodes) why.push_back(n.unusable());
+  EXPECT_EQ(why, (std::vector<std::string>{"no free GPU", "flag DRAIN", "state ALLOCATED", "",
+                                           "flag RESERVED", "flag NOT_RESPONDING"}));
+  EXPECT_EQ(nodes[3].free_gpus(), 8);
+  EXPECT_EQ(nodes[3].partitions, (std::vector<std::string>{"gpu", "debug"}));
+  for (const char* other : {"slurm-24.11-drained-reserved-not-responding.details.multiline",
+                            "slurm-24.11-drained-reserved-not-responding.oneliner"}) {
+    auto again = read(other);
+    ASSERT_EQ(again.size(), nodes.size()) << other;
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      EXPECT_EQ(again[i].unusable(), why[i]) << other << " " << nodes[i].name;
+    }
+  }
+  EXPECT_EQ(default_partition(fixture("slurm-24.11-partitions.oneliner")), "gpu");
+}
+
 // Without --details there is no GresUsed, and the lab accounts no gres/gpu TRES: an idle node's
 // GPUs are free, a MIXED node's are taken as busy (never offer a GPU that may be in use).
 TEST(SlurmNodes, WithoutDetailsABusyNodeOffersNothing) {
