@@ -153,6 +153,9 @@ SrunVerdict check_on_srun(const launch::Config& config, const std::vector<std::s
     verdict.block_seconds = plan.block_cost.seconds;
     if (judge) {
       for (const auto& l : plan_summary(plan)) out(1, l);
+      if (const std::string q = quality_line(fabric, nodes.per_host, req.request); !q.empty()) {
+        out(1, q);
+      }
     }
   } catch (const std::exception& e) {
     // The nodes plan the step as it is laid out; srun's guess of that layout may be off.

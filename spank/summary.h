@@ -8,6 +8,8 @@
 
 #include "topoaware/launch/shadow.h"
 #include "topoaware/mapper/plan.h"
+#include "topoaware/mapper/request.h"
+#include "topoaware/topology/node.h"
 #include "topoaware/topology/fabric.h"
 
 namespace topoaware::spank {
@@ -27,5 +29,13 @@ std::string judge_line(const topology::Fabric& fabric, const std::vector<std::st
 // The plan summary lines (srun -v): the plan against Slurm's order, then each dim that
 // communicates.
 std::vector<std::string> plan_summary(const mapper::RankPlan& plan);
+
+// One line (srun -v) on the allocation's quality (mapper::assess): the mapper's plan on it
+// against its plan on the best allocation `place` finds on an empty cluster (srun does not know
+// which hosts were free when slurmctld chose), every host modeled as the step's first host.
+// Empty when the step's hosts run different numbers of tasks. Throws mapper::Error.
+std::string quality_line(const topology::Fabric& fabric,
+                         const std::vector<const topology::NodeTopology*>& nodes,
+                         const mapper::Request& request);
 
 }  // namespace topoaware::spank

@@ -333,18 +333,29 @@ SwitchTable build_table(const std::vector<Switch>& sw, std::size_t node_count) {
                   " has no nodes below it (empty, or a cycle)");
     }
   }
-  t.dist.assign(n, std::vector<std::uint32_t>(n, kInfinite));
+  // Hop counts between switches (switch_record.c's switches_dist): the graph is unweighted, so a
+  // breadth-first search from each switch gives what Slurm's all-pairs loop gives, in
+  // O(n * links) rather than O(n^3) -- 16,384 hosts under 600 switches in milliseconds.
+  std::vector<std::vector<std::uint32_t>> adj(n);
   for (std::size_t i = 0; i < n; ++i) {
-    t.dist[i][i] = 0;
-    for (std::uint32_t c : sw[i].switches) t.dist[i][c] = t.dist[c][i] = 1;
+    for (std::uint32_t c : sw[i].switches) {
+      adj[i].push_back(c);
+      adj[c].push_back(static_cast<std::uint32_t>(i));
+    }
   }
-  for (std::size_t k = 0; k < n; ++k) {
-    for (std::size_t i = 0; i < n; ++i) {
-      const std::uint32_t ik = t.dist[i][k];
-      if (ik == kInfinite) continue;
-      for (std::size_t j = 0; j < n; ++j) {
-        if (t.dist[k][j] == kInfinite) continue;
-        t.dist[i][j] = std::min(t.dist[i][j], ik + t.dist[k][j]);
+  t.dist.assign(n, std::vector<std::uint32_t>(n, kInfinite));
+  std::vector<std::uint32_t> queue;
+  queue.reserve(n);
+  for (std::size_t src = 0; src < n; ++src) {
+    std::vector<std::uint32_t>& d = t.dist[src];
+    d[src] = 0;
+    queue.assign(1, static_cast<std::uint32_t>(src));
+    for (std::size_t head = 0; head < queue.size(); ++head) {
+      const std::uint32_t u = queue[head];
+      for (std::uint32_t v : adj[u]) {
+        if (d[v] != kInfinite) continue;
+        d[v] = d[u] + 1;
+        queue.push_back(v);
       }
     }
   }

@@ -248,6 +248,8 @@ check "srun -v prints the plan summary" grep -q 'topo-aware: plan tp=8,pp=2' "$O
 check "srun -v compares each dim with Slurm's order" \
   grep -q "topo-aware:   pp: .* (Slurm's order .*), groups inside a host" "$OUT/plainv.err"
 check "srun -v leaves out dims of size 1" bash -c "! grep -q 'topo-aware:   cp:' '$OUT/plainv.err'"
+check "srun -v judges the allocation against the best of an empty cluster (docs/placement.md)" \
+  grep -q "topo-aware:   allocation: 2 leaves; plan there .*, on the best allocation of an empty cluster .* (2 leaves): 1.00x" "$OUT/plainv.err"
 
 # A site's calibration (docs/calibration.md, "Correct the model with your runs"): srun and the
 # nodes read it with the config, -v says the figures rest on it, and every task gets what

@@ -66,5 +66,6 @@ void add_doctor(CLI::App& app, Common& common);
 void add_nccl_check(CLI::App& app, Common& common);
 void add_calibrate(CLI::App& app, Common& common);
 void add_shadow_report(CLI::App& app, Common& common);
+void add_place(CLI::App& app, Common& common);
 
 }  // namespace topoaware::cli

@@ -20,8 +20,10 @@
 #include "plan_io.h"
 #include "text_table.h"
 #include "topoaware/mapper/cost.h"
+#include "topoaware/mapper/place.h"
 #include "topoaware/mapper/plan.h"
 #include "topoaware/topology/error.h"
+#include "topoaware/topology/hostlist.h"
 
 namespace topoaware::cli {
 namespace {
@@ -35,6 +37,7 @@ struct InspectOptions {
   std::string format = "text";
   std::string output;
   std::string health_dir;  // re-score under these health reports instead of the plan's own
+  std::string free;        // hosts free when the allocation was made, besides its own
 };
 
 struct Scored {
@@ -299,6 +302,58 @@ std::string dims_table(const Scored& plan, const Scored& other, const std::strin
   return text_table(rows);
 }
 
+// How good the plan's allocation is (mapper::assess): its spread and modeled time against the
+// best allocation place() finds where the job could have gone -- the allocation's hosts and
+// `free` when given, else an empty cluster. Every host is modeled as the plan's first host.
+mapper::Quality allocation_quality(const Loaded& l, const std::string& free) {
+  mapper::PlaceInput in;
+  const int per_host = l.request.tasks_per_host.empty() ? 0 : l.request.tasks_per_host[0];
+  for (int t : l.request.tasks_per_host) {
+    if (t != per_host) {
+      throw UsageError("allocation quality: hosts run different numbers of tasks (" +
+                       std::to_string(per_host) + " and " + std::to_string(t) + ")");
+    }
+  }
+  in.gpus_per_host = per_host;
+  in.request = l.request;
+  in.request.bound_gpu.clear();
+  in.nodes.assign(l.fabric.hosts.size(), l.nodes[0]);
+  in.free_gpus.assign(l.fabric.hosts.size(), free.empty() ? per_host : 0);
+  std::vector<std::uint32_t> mine;
+  for (const auto& h : l.request.hosts) {
+    const std::int64_t i = l.fabric.find_host(h);
+    if (i < 0) continue;
+    mine.push_back(static_cast<std::uint32_t>(i));
+    in.free_gpus[static_cast<std::size_t>(i)] = per_host;
+  }
+  for (const auto& h : topology::expand_hostlist(free, "--free")) {
+    const std::int64_t i = l.fabric.find_host(h);
+    if (i < 0) {
+      throw topology::Error(topology::ErrorCode::kBadInput, "--free",
+                            "host " + h + " is not in the fabric (" + l.fabric.source + ")");
+    }
+    in.free_gpus[static_cast<std::size_t>(i)] = per_host;
+  }
+  return mapper::assess(l.fabric, in, mine);
+}
+
+std::string hostlist_of(const topology::Fabric& f, const std::vector<std::uint32_t>& hosts) {
+  std::vector<std::string> n;
+  for (std::uint32_t h : hosts) n.push_back(f.hosts[h].name);
+  return topology::compress_hostlist(n);
+}
+
+std::string spread_of(const topology::Fabric& f, const mapper::HostSet& a) {
+  const auto levels = mapper::group_levels(f);
+  std::string s;
+  for (std::size_t i = 0; i < a.spread.size() && i < levels.size(); ++i) {
+    const std::string& name = f.levels[levels[i]].name;
+    s += (s.empty() ? "" : ", ") + std::to_string(a.spread[i]) + " " +
+         (a.spread[i] == 1 ? name : mapper::level_plural(name));
+  }
+  return s.empty() ? "-" : s;
+}
+
 }  // namespace
 
 void add_inspect(CLI::App& app, Common& common) {
@@ -319,6 +374,10 @@ void add_inspect(CLI::App& app, Common& common) {
                   "Score under the node doctor's reports in DIR instead of those the plan was "
                   "made with");
   sub->add_option("-o,--output", o->output, "Write to this file instead of stdout");
+  sub->add_option("--free", o->free,
+                  "Hosts that were free when the allocation was made (Slurm hostlist), besides "
+                  "its own: its quality is judged against the best of these; default: an empty "
+                  "cluster");
   sub->add_option("--oversubscription", o->oversubscription,
                   "Re-score under this oversubscription per tier (1,2: tier 1 non-blocking, tier "
                   "2 at 2:1) where the fabric gives no link speeds, instead of the plan's");
@@ -351,6 +410,8 @@ void add_inspect(CLI::App& app, Common& common) {
     Scored other = score_algorithm(l, other_algo);
     double lb = mapper::lower_bound(plan.instance.machine, plan.instance.traffic);
     if (!o->svg.empty()) write_output(o->svg, render_svg(plan));
+    const mapper::Quality q = allocation_quality(l, o->free);
+    const std::string against = o->free.empty() ? "an empty cluster" : "the free hosts";
     std::string text;
     if (o->format == "json") {
       nlohmann::json out;
@@ -359,6 +420,21 @@ void add_inspect(CLI::App& app, Common& common) {
       out["lower_bound"] = lb;
       out["degraded"] = l.health;
       out["assumptions"] = plan.instance.machine.assumptions;
+      nlohmann::json spread = nlohmann::json::object(), best_spread = nlohmann::json::object();
+      const auto levels = mapper::group_levels(l.fabric);
+      for (std::size_t i = 0; i < levels.size(); ++i) {
+        const std::string& name = l.fabric.levels[levels[i]].name;
+        if (i < q.allocation.spread.size()) spread[name] = q.allocation.spread[i];
+        if (i < q.best.spread.size()) best_spread[name] = q.best.spread[i];
+      }
+      out["allocation"] = {{"spread", spread},
+                           {"seconds", q.allocation.seconds},
+                           {"against", o->free.empty() ? "empty-cluster" : "free-hosts"},
+                           {"best_found", q.best_found},
+                           {"best", {{"hosts", hostlist_of(l.fabric, q.best.hosts)},
+                                     {"seconds", q.best.seconds},
+                                     {"spread", best_spread}}},
+                           {"slowdown", q.slowdown}};
       out["links"] = nlohmann::json::array();
       for (const auto& k : plan.loads) {
         out["links"].push_back({{"name", k.name},
@@ -385,6 +461,14 @@ void add_inspect(CLI::App& app, Common& common) {
         s << mapper::assumptions_line(plan.instance.machine.assumptions) << "\n";
       }
       if (!plan.cost.bottleneck.empty()) s << "bottleneck: " << plan.cost.bottleneck << "\n";
+      if (q.best_found) {
+        char x[32];
+        std::snprintf(x, sizeof x, "%.2fx", q.slowdown);
+        s << "allocation: " << spread_of(l.fabric, q.allocation) << "; the mapper's plan there "
+          << seconds(q.allocation.seconds) << ", on the best allocation of " << against << " "
+          << seconds(q.best.seconds) << " (" << hostlist_of(l.fabric, q.best.hosts) << ", "
+          << spread_of(l.fabric, q.best) << "): " << x << "\n";
+      }
       for (const auto& h : l.health) s << "degraded (health report): " << h << "\n";
       s << "\nper dim: groups whose traffic stays inside a host / inside a leaf group / crosses "
            "above\n"

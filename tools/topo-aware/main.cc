@@ -65,6 +65,7 @@ int main(int argc, char** argv) {
   cli::add_nccl_check(app, common);
   cli::add_calibrate(app, common);
   cli::add_shadow_report(app, common);
+  cli::add_place(app, common);
 
   try {
     app.parse(argc, argv);

@@ -68,7 +68,9 @@ void add_capacity_options(CLI::App& sub, MapInputs& in) {
                  "nccl-tests runs (default: the plugin config's calibration, else none)");
 }
 
-Loaded load_inputs(const MapInputs& in) {
+namespace {
+// What a step's options must say before anything is loaded.
+void check_step_usage(const MapInputs& in) {
   if (in.nodes.empty()) throw UsageError("--nodes HOSTLIST is required");
   if (in.gpus_per_node > 0 && !in.node_type.empty()) {
     throw UsageError("give --gpus-per-node or --node-type, not both");
@@ -76,9 +78,14 @@ Loaded load_inputs(const MapInputs& in) {
   if (in.tasks_per_node > 0 && in.ntasks > 0) {
     throw UsageError("give --tasks-per-node or --ntasks, not both");
   }
+}
+}  // namespace
+
+Site load_site(const MapInputs& in) {
   // The configuration a launch would read (the plugin's own, with --config), this command's
   // options over it: the same fabric, captures and defaults, read by the same library.
-  launch::Config site;
+  Site out;
+  launch::Config& site = out.config;
   if (!in.config.empty()) site = launch::parse_plugstack({"config=" + in.config});
   if (!in.fabric.empty()) {
     site.fabric = in.fabric;
@@ -97,8 +104,20 @@ Loaded load_inputs(const MapInputs& in) {
   }
   if (!in.routing.empty()) site.routing = topology::parse_routing(in.routing, "--routing");
   if (!in.calibration.empty()) site.calibration = in.calibration;
-  Loaded out;
   out.fabric = launch::load_configured_fabric(site);
+  return out;
+}
+
+Loaded load_inputs(const MapInputs& in) {
+  check_step_usage(in);
+  Site s = load_site(in);
+  return load_step(in, s.config, std::move(s.fabric));
+}
+
+Loaded load_step(const MapInputs& in, const launch::Config& site, topology::Fabric fabric) {
+  check_step_usage(in);
+  Loaded out;
+  out.fabric = std::move(fabric);
   std::vector<std::string> hosts = topology::expand_hostlist(in.nodes, "--nodes");
   if (hosts.empty()) throw UsageError("--nodes names no host");
   // Node models: one capture for all hosts, a plain synthetic node, or, as a launch finds them,

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "topoaware/launch/config.h"
 #include "topoaware/mapper/plan.h"
 #include "topoaware/topology/fabric.h"
 #include "topoaware/topology/node.h"
@@ -66,6 +67,16 @@ void add_capacity_options(CLI::App& sub, MapInputs& in);
 // Loads fabric, node models and layout (reading file: specs), checks usage. Throws
 // topology::Error / mapper::Error for bad input, UsageError for usage.
 Loaded load_inputs(const MapInputs& in);
+
+// load_inputs in two halves, for a command that reads the fabric before it knows the step's
+// hosts (place): the plugin configuration with the options over it and its fabric, then the
+// step on that fabric.
+struct Site {
+  launch::Config config;
+  topology::Fabric fabric;
+};
+Site load_site(const MapInputs& in);
+Loaded load_step(const MapInputs& in, const launch::Config& site, topology::Fabric fabric);
 
 mapper::Algorithm algorithm_from(const std::string& name);
 std::string to_string(mapper::Algorithm a);

@@ -114,6 +114,37 @@ TEST(MapCliTest, InspectRecomputesThePlan) {
   EXPECT_NE(t.out.find("per dim"), std::string::npos);
 }
 
+// inspect judges the allocation: a plan on node1 and node3 spans both leaves of the lab; the best
+// allocation of an empty cluster, and of node1, node3 plus a free node2, is one leaf.
+TEST(MapCliTest, InspectJudgesTheAllocationAgainstTheBestOne) {
+  auto dir = std::filesystem::path(TOPOAWARE_BINARY_DIR) / "map_cli_test";
+  std::filesystem::create_directories(dir);
+  std::string plan = (dir / "plan-quality.json").string();
+  CliRun m = cli("map " + lab_args() + " --nodes 'node[1,3]' --layout tp=8 --of json -o " + plan);
+  ASSERT_EQ(m.rc, 0) << m.err;
+  CliRun r = cli("inspect " + plan + " --of json");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  auto a = nlohmann::json::parse(r.out)["allocation"];
+  EXPECT_EQ(a["spread"]["leaf"], 2);
+  EXPECT_EQ(a["against"], "empty-cluster");
+  EXPECT_EQ(a["best_found"], true);
+  EXPECT_EQ(a["best"]["spread"]["leaf"], 1);
+  EXPECT_GE(a["slowdown"].get<double>(), 1.0);
+  EXPECT_LE(a["best"]["seconds"].get<double>(), a["seconds"].get<double>());
+  r = cli("inspect " + plan + " --free node2 --of json");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  a = nlohmann::json::parse(r.out)["allocation"];
+  EXPECT_EQ(a["against"], "free-hosts");
+  EXPECT_EQ(a["best"]["hosts"], "node[1-2]");
+  CliRun t = cli("inspect " + plan);
+  ASSERT_EQ(t.rc, 0) << t.err;
+  EXPECT_NE(t.out.find("allocation: 2 leaves; the mapper's plan there"), std::string::npos)
+      << t.out;
+  CliRun bad = cli("inspect " + plan + " --free node9");
+  EXPECT_EQ(bad.rc, 1);
+  EXPECT_NE(bad.err.find("--free"), std::string::npos) << bad.err;
+}
+
 // --format names the fabric file's format; the plan records it, so inspect reads the file the
 // same way, and inspect --format overrides what the plan says.
 TEST(MapCliTest, FabricFormatIsGivenRecordedAndOverridable) {
