@@ -25,7 +25,7 @@ TOPO_AWARE_CONFIG, TOPO_AWARE_FABRIC).
 local site = {
 	-- The command line tool (a path, or a name looked up in PATH).
 	tool = "topo-aware",
-	-- The plugin's configuration; its `fabric` key names the fabric (relative to the file).
+	-- The plugin's configuration (`place --config`): its fabric, the nodes' captures.
 	-- Empty: topo-aware.toml beside slurm.conf (SLURM_CONF's folder, else /etc/slurm).
 	config = "",
 	-- Seconds `topo-aware place` may take (scontrol included) before the job goes unplaced.
@@ -74,29 +74,29 @@ local function request(options)
 	return nil
 end
 
--- The fabric: TOPO_AWARE_FABRIC, else the `fabric` key of the plugin's configuration.
-local function fabric()
-	local f = env("TOPO_AWARE_FABRIC")
-	if f ~= nil then return f end
+-- What place reads the cluster from: the plugin's configuration (its fabric, the nodes'
+-- captures, the calibration, read as a launch reads them), and TOPO_AWARE_FABRIC over its fabric.
+-- Returns the arguments, or nil and why.
+local function inputs()
+	local args = {}
 	local config = env("TOPO_AWARE_CONFIG") or site.config
 	if config == "" then
 		local conf = env("SLURM_CONF") or "/etc/slurm/slurm.conf"
 		config = (string.match(conf, "^(.*)/[^/]*$") or ".") .. "/topo-aware.toml"
 	end
 	local fh = io.open(config, "r")
-	if fh == nil then return nil, "cannot read " .. config end
-	local found
-	for line in fh:lines() do
-		if string.match(line, "^%s*%[") then break end -- the top-level keys end here
-		local v = string.match(line, "^%s*fabric%s*=%s*\"([^\"]*)\"")
-		if v ~= nil then found = v break end
+	if fh ~= nil then
+		fh:close()
+		table.insert(args, "--config")
+		table.insert(args, config)
 	end
-	fh:close()
-	if found == nil or found == "" then return nil, "no fabric key in " .. config end
-	if string.sub(found, 1, 1) ~= "/" then
-		found = (string.match(config, "^(.*)/[^/]*$") or ".") .. "/" .. found
+	local fabric = env("TOPO_AWARE_FABRIC")
+	if fabric ~= nil then
+		table.insert(args, "--fabric")
+		table.insert(args, fabric)
 	end
-	return found
+	if #args == 0 then return nil, "cannot read " .. config end
+	return args
 end
 
 -- The node count (-N N or N-N), else the GPU count (--gpus G): the two `place` takes.
@@ -129,12 +129,15 @@ local function place(options, asked)
 	end
 	local count, why = size(options)
 	if count == nil then return say("%s: left as asked", why) end
-	local fab, fwhy = fabric()
-	if fab == nil then return say("no fabric (%s): left as asked", fwhy) end
+	local from, fwhy = inputs()
+	if from == nil then return say("no configuration (%s): left as asked", fwhy) end
 
 	local tool = env("TOPO_AWARE_TOOL") or site.tool
-	local args = { tool, "place", "--fabric", fab, "--from-slurm", count[1], count[2],
-		"--of", "sbatch" }
+	local args = { tool, "place" }
+	for _, a in ipairs(from) do table.insert(args, a) end
+	for _, a in ipairs({ "--from-slurm", count[1], count[2], "--of", "sbatch" }) do
+		table.insert(args, a)
+	end
 	if part ~= nil and part ~= "" then
 		table.insert(args, "--partition")
 		table.insert(args, part)

@@ -72,23 +72,24 @@ filter "not asked: nothing runs" "$untouched" "" FAKE=pin -- type sbatch nodes 2
 args_are "not asked: the tool never ran" ""
 filter "TOPO_AWARE_PLACE=1: pinned" 'rc=0 nodelist=node[2,4] exclude=nil' "" \
   FAKE=pin TOPO_AWARE_PLACE=1 -- type sbatch nodes 2 partition gpu
-args_are "TOPO_AWARE_PLACE=1: the tool's arguments, the fabric beside slurm.conf" \
-  "[place][--fabric][$tmp/etc/fabric.toml][--from-slurm][-N][2][--of][sbatch][--partition][gpu]"
+args_are "TOPO_AWARE_PLACE=1: the tool's arguments, the plugin's configuration beside slurm.conf" \
+  "[place][--config][$tmp/etc/topo-aware.toml][--from-slurm][-N][2][--of][sbatch][--partition][gpu]"
 filter "a layout in TOPO_AWARE_PLACE, an exclude answer" 'rc=0 nodelist=nil exclude=node[1,3] switches=1' "" \
   FAKE=exclude "TOPO_AWARE_PLACE=tp=8,pp=2" -- type salloc nodes 4-4
 args_are "the layout passed as --layout" \
-  "[place][--fabric][$tmp/etc/fabric.toml][--from-slurm][-N][4][--of][sbatch][--layout][tp=8,pp=2]"
+  "[place][--config][$tmp/etc/topo-aware.toml][--from-slurm][-N][4][--of][sbatch][--layout][tp=8,pp=2]"
 filter "--comment topo-aware:place=tp=8 among other words" 'rc=0 nodelist=node[2,4] exclude=nil' "" \
   FAKE=pin -- type sbatch nodes 2 comment "nightly topo-aware:place=tp=8 run"
 args_are "the comment's layout passed" \
-  "[place][--fabric][$tmp/etc/fabric.toml][--from-slurm][-N][2][--of][sbatch][--layout][tp=8]"
+  "[place][--config][$tmp/etc/topo-aware.toml][--from-slurm][-N][2][--of][sbatch][--layout][tp=8]"
 filter "--comment topo-aware:placement is not the tag" "$untouched" "" \
   FAKE=pin -- type sbatch nodes 2 comment "topo-aware:placement"
 filter "TOPO_AWARE_PLACE=0 wins over the comment" "$untouched" "" \
   FAKE=pin TOPO_AWARE_PLACE=0 -- type sbatch nodes 2 comment "topo-aware:place"
 filter "no -N: by --gpus" 'rc=0 nodelist=node[2,4] exclude=nil' "" \
   FAKE=pin TOPO_AWARE_PLACE=1 TOPO_AWARE_FABRIC=/f.toml -- type sbatch nodes 1-0 gpus 16
-args_are "--gpus passed, TOPO_AWARE_FABRIC wins" "[place][--fabric][/f.toml][--from-slurm][--gpus][16][--of][sbatch]"
+args_are "--gpus passed, TOPO_AWARE_FABRIC over the configuration's fabric" \
+  "[place][--config][$tmp/etc/topo-aware.toml][--fabric][/f.toml][--from-slurm][--gpus][16][--of][sbatch]"
 filter "a layout cannot run a command" 'rc=0 nodelist=node[2,4] exclude=nil' "" \
   FAKE=pin "TOPO_AWARE_PLACE=tp=2'; touch $tmp/pwned; '" -- type sbatch nodes 2
 if [ -e "$tmp/pwned" ]; then echo "FAIL: the layout ran a command"; fails=$((fails + 1)); else echo "PASS: ... nothing ran"; fi
@@ -102,9 +103,13 @@ filter "the tool is slow" "$untouched" 'topo-aware: place: no answer within 5 s:
   FAKE=slow TOPO_AWARE_PLACE=1 -- type sbatch nodes 2
 filter "no tool" "$untouched" "$left" TOPO_AWARE_PLACE=1 TOPO_AWARE_TOOL=/nonexistent/topo-aware \
   -- type sbatch nodes 2
-filter "no configuration, so no fabric" "$untouched" \
-  'topo-aware: place: no fabric \(cannot read /nonexistent/topo-aware.toml\): left as asked' \
+filter "no configuration" "$untouched" \
+  'topo-aware: place: no configuration \(cannot read /nonexistent/topo-aware.toml\): left as asked' \
   FAKE=pin TOPO_AWARE_PLACE=1 SLURM_CONF=/nonexistent/slurm.conf -- type sbatch nodes 2
+filter "no configuration, TOPO_AWARE_FABRIC alone" 'rc=0 nodelist=node[2,4] exclude=nil' "" \
+  FAKE=pin TOPO_AWARE_PLACE=1 SLURM_CONF=/nonexistent/slurm.conf TOPO_AWARE_FABRIC=/f.toml \
+  -- type sbatch nodes 2
+args_are "... passed as --fabric" "[place][--fabric][/f.toml][--from-slurm][-N][2][--of][sbatch]"
 filter "a node range" "$untouched" 'topo-aware: place: a node range \(-N 2-4\): left as asked' \
   FAKE=pin TOPO_AWARE_PLACE=1 -- type sbatch nodes 2-4
 filter "the job names its nodes" 'rc=0 nodelist=node1 exclude=nil' \
