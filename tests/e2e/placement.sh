@@ -2,7 +2,8 @@
 # Placement into Slurm through etc/cli_filter.lua (docs/placement.md, "Into Slurm: cli_filter"),
 # on the lab's real sbatch. Sourced by tests/e2e/run.sh (its helpers: check, $OUT, $CLI, $LAB,
 # $SRC, $LABSH); run alone, `bash tests/e2e/placement.sh [BUILD_DIR]` brings the lab up without
-# the plugin, runs these checks and takes the lab down. About 30 s on a 2-core machine.
+# the plugin, runs these checks and takes the lab down. About 35 s (34 s measured on a shared
+# 2-core machine), plus the bring-up when run alone.
 #
 # The lab's Slurm tree says node[1-2] | node[3-4]; the fabric the filter is given,
 # tests/e2e/lab-crossed.toml, is cabled across the names: node1,3 on one leaf, node2,4 on the

@@ -23,7 +23,7 @@
 # prints to the CI log and holds against its minimum counts.
 # TOPO_AWARE_E2E_KEEP=1 keeps the lab up afterwards; TOPO_AWARE_E2E_ONLY=shadow runs only the
 # shadow-mode checks (tests/e2e/shadow.sh) between bring-up and tear-down, =placement only the
-# placement through cli_filter.lua (tests/e2e/placement.sh, about 30 s).
+# placement through cli_filter.lua (tests/e2e/placement.sh, about 35 s).
 set -uo pipefail
 
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
