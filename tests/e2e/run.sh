@@ -22,7 +22,8 @@
 # last and written to BUILD_DIR/e2e-summary.txt (TOPO_AWARE_E2E_SUMMARY), which scripts/test.sh
 # prints to the CI log and holds against its minimum counts.
 # TOPO_AWARE_E2E_KEEP=1 keeps the lab up afterwards; TOPO_AWARE_E2E_ONLY=shadow runs only the
-# shadow-mode checks (tests/e2e/shadow.sh) between bring-up and tear-down.
+# shadow-mode checks (tests/e2e/shadow.sh) between bring-up and tear-down, =placement only the
+# placement through cli_filter.lua (tests/e2e/placement.sh, about 35 s).
 set -uo pipefail
 
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -199,6 +200,23 @@ daemons_up() { "$LABSH" status >/dev/null; }
 # TOPO_AWARE_E2E_ONLY=shadow: the bring-up, shadow mode (below), the tear-down; nothing else.
 if [ "${TOPO_AWARE_E2E_ONLY:-}" = shadow ]; then
   shadow_main
+  summary
+  [ "${failed[e2e]}" -eq 0 ]
+  exit
+fi
+
+# Placement (tests/e2e/placement.sh) needs Slurm's cli_filter/lua plugin in the clients.
+placement_hook() {
+  if ! ls /usr/lib/*/slurm*/cli_filter_lua.so >/dev/null 2>&1; then
+    skip_check "placement through cli_filter.lua" "Slurm's cli_filter/lua plugin is not installed"
+    return
+  fi
+  # shellcheck source=placement.sh
+  . "$SRC/tests/e2e/placement.sh"
+}
+# TOPO_AWARE_E2E_ONLY=placement: the bring-up, placement (above), the tear-down.
+if [ "${TOPO_AWARE_E2E_ONLY:-}" = placement ]; then
+  placement_hook
   summary
   [ "${failed[e2e]}" -eq 0 ]
   exit
@@ -722,6 +740,9 @@ check "after the disagreements: daemons still up" daemons_up
 # --- scripts/calibrate.sh under sbatch, with a fake nccl-tests ---------------------------------
 # shellcheck source=calibrate.sh
 . "$SRC/tests/e2e/calibrate.sh"
+
+# --- placement into Slurm through etc/cli_filter.lua (placement.sh) ------------------------
+placement_hook
 
 # --- the built packages, installed with dpkg as a site would (scripts/package.sh) -------------
 if [ -z "${TOPOAWARE_E2E_PACKAGES:-}" ]; then

@@ -13,7 +13,8 @@
 #        tests/lab/lab.sh mpi-default none|pmix (slurm.conf MpiDefault, reconfigured live)
 #        tests/lab/lab.sh resolve on|off        (the node names in the nodes' /etc/hosts)
 # Environment: TOPO_AWARE_LAB (default /tmp/topo-aware-lab), LAB_NODES (4), LAB_CPUS (8),
-# LAB_MPI_DEFAULT (none).
+# LAB_MPI_DEFAULT (none), LAB_CLI_FILTER (a cli_filter.lua: copied beside slurm.conf with
+# CliFilterPlugins=cli_filter/lua; clients read it at once, so `up` again changes it live).
 # LAB_TOPOLOGY: tree2 (default: two leaves under one spine), none (TopologyPlugin=topology/none,
 # no topology.conf) or the path of a topology.conf to use as it is (topology/tree).
 # `up` is idempotent: a lab that is already up is reused (the plugin is refreshed). `down`
@@ -101,7 +102,10 @@ EOF
       echo "NodeName=node$i NodeAddr=$NET.$((10 + i)) CPUs=$CPUS RealMemory=2000 Gres=gpu:8 State=UNKNOWN"
     done
     echo "PartitionName=gpu Nodes=node[1-$NODES] Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO"
+    [ -z "${LAB_CLI_FILTER:-}" ] || echo "CliFilterPlugins=cli_filter/lua"
   } >"$LAB/etc/slurm.conf"
+  rm -f "$LAB/etc/cli_filter.lua"
+  [ -z "${LAB_CLI_FILTER:-}" ] || cp "$LAB_CLI_FILTER" "$LAB/etc/cli_filter.lua"
   write_topology
   echo "AutoDetect=off" >"$LAB/etc/gres.conf"
   echo "NodeName=node[1-$NODES] Name=gpu File=$LAB/dev/nvidia[0-7]" >>"$LAB/etc/gres.conf"

@@ -2,7 +2,8 @@
 // on the same free hosts beside it, as a table, JSON, a Slurm hostlist or submission arguments.
 //
 // The free hosts come from --free / --partial / --busy (offline), or from the running Slurm
-// (--from-slurm); none of them: an empty cluster (every host the fabric does not exclude).
+// (--from-slurm: scontrol, read by launch/slurm_nodes.h); none of them: an empty cluster (every
+// host the fabric does not exclude).
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -16,6 +17,7 @@
 
 #include "cli.h"
 #include "plan_io.h"
+#include "slurm_state.h"
 #include "text_table.h"
 #include "topoaware/launch/inputs.h"
 #include "topoaware/mapper/place.h"
@@ -32,6 +34,10 @@ struct PlaceOptions {
   std::string free;         // --free HOSTLIST
   std::string busy;         // --busy HOSTLIST
   std::string partial;      // --partial HOST:G,...
+  bool from_slurm = false;  // --from-slurm
+  std::string partition;    // --partition (with --from-slurm; empty: Slurm's default)
+  std::string scontrol = "scontrol";
+  int slurm_timeout_s = 10;  // per scontrol call
   std::uint32_t candidates = 0;
   std::string format = "text";
   std::string output;
@@ -50,8 +56,23 @@ std::uint32_t host_of(const topology::Fabric& f, const std::string& name, const 
   return static_cast<std::uint32_t>(i);
 }
 
+// Free GPUs per fabric host from the running Slurm: a host of the partition that Slurm would
+// start a job on now (up, not drained, reserved or in maintenance: SlurmNode::unusable) offers
+// its free GPUs, every other host none. Hosts Slurm has and the fabric does not are left out:
+// place can choose only what it can model.
+std::vector<int> slurm_free_gpus(const topology::Fabric& f, const PlaceOptions& o, int per_host) {
+  const SlurmState s = slurm_state(o.scontrol, o.partition, o.slurm_timeout_s);
+  std::vector<int> out(f.hosts.size(), 0);
+  for (const launch::SlurmNode& n : s.nodes) {
+    const std::int64_t i = f.find_host(n.name);
+    if (i >= 0 && n.usable()) out[static_cast<std::size_t>(i)] = std::min(n.free_gpus(), per_host);
+  }
+  return out;
+}
+
 // Free GPUs per fabric host from the options.
 std::vector<int> free_gpus(const topology::Fabric& f, const PlaceOptions& o, int per_host) {
+  if (o.from_slurm) return slurm_free_gpus(f, o, per_host);
   std::vector<int> out(f.hosts.size(), o.free.empty() ? per_host : 0);
   for (const auto& h : topology::expand_hostlist(o.free, "--free")) {
     out[host_of(f, h, "--free")] = per_host;
@@ -343,11 +364,13 @@ void add_place(CLI::App& app, Common&) {
   auto* sub = app.add_subcommand(
       "place", "Choose the hosts for a job by its modeled communication, against Slurm's choice");
   sub->footer(
-      "The free hosts: --free (and --partial, --busy) offline, else every host the fabric does\n"
-      "not exclude (an empty cluster). Candidate sets come from the fabric's locality levels and\n"
-      "the layout's cuts (pipeline stage boundaries before data-parallel ones); each is scored\n"
-      "by the mapper's model on the plan it would make there, with Slurm's topology/tree choice\n"
-      "on the same free hosts beside it (docs/placement.md, \"How place chooses\").\n"
+      "The free hosts: --free (and --partial, --busy) offline, or --from-slurm (scontrol show\n"
+      "nodes: hosts up, not drained, reserved or in maintenance, with their free GPUs), else\n"
+      "every host the fabric does not exclude (an empty cluster). Candidate sets come from the\n"
+      "fabric's locality levels and the layout's cuts (pipeline stage boundaries before\n"
+      "data-parallel ones); each is scored by the mapper's model on the plan it would make\n"
+      "there, with Slurm's topology/tree choice on the same free hosts beside it\n"
+      "(docs/placement.md, \"How place chooses\").\n"
       "--of nodelist: one Slurm hostlist (the candidates with --candidates); --of sbatch: the\n"
       "submission arguments (--nodelist=..., or with --candidates --exclude=... --switches=N).\n"
       "Exit codes: 0 placed, 1 bad input, 2 usage, 5 cannot place on the free hosts now.");
@@ -365,11 +388,27 @@ void add_place(CLI::App& app, Common&) {
   sub->add_option("-N,--count", o->count, "Whole hosts the job wants");
   sub->add_option("--gpus", o->gpus,
                   "GPUs the job wants (fewer than a host's: one host; more: whole hosts)");
-  sub->add_option("--free", o->free,
-                  "The hosts free now, Slurm hostlist (default: every host the fabric does not "
-                  "exclude)");
-  sub->add_option("--busy", o->busy, "Hosts taken (applied after --free)");
-  sub->add_option("--partial", o->partial, "Hosts with only some GPUs free: HOST:GPUS,...");
+  auto* free = sub->add_option("--free", o->free,
+                               "The hosts free now, Slurm hostlist (default: every host the "
+                               "fabric does not exclude)");
+  auto* busy = sub->add_option("--busy", o->busy, "Hosts taken (applied after --free)");
+  auto* partial =
+      sub->add_option("--partial", o->partial, "Hosts with only some GPUs free: HOST:GPUS,...");
+  auto* from_slurm = sub->add_flag("--from-slurm", o->from_slurm,
+                                   "The free hosts and GPUs from the running Slurm (scontrol, "
+                                   "SLURM_CONF's cluster), instead of --free/--busy/--partial");
+  from_slurm->excludes(free)->excludes(busy)->excludes(partial);
+  sub->add_option("--partition", o->partition,
+                  "With --from-slurm: the partition's hosts (default: Slurm's default partition)")
+      ->needs(from_slurm);
+  sub->add_option("--scontrol", o->scontrol,
+                  "With --from-slurm: the scontrol to run (a path, or a PATH name)")
+      ->needs(from_slurm);
+  sub->add_option("--slurm-timeout", o->slurm_timeout_s,
+                  "With --from-slurm: seconds each scontrol call may take")
+      ->check(CLI::Range(1, 600))
+      ->needs(from_slurm)
+      ->capture_default_str();
   sub->add_option("--gpus-per-node", o->in.gpus_per_node,
                   "GPUs per node, for a plain node model (NVSwitch, a NIC per fabric port)");
   sub->add_option("--node-type", o->in.node_type,

@@ -18,7 +18,7 @@ namespace topoaware::cli {
 namespace {
 
 constexpr int kScontrolTimeoutS = 20;        // three calls at most, inside slurmd's 60 s
-constexpr std::size_t kMaxOutput = 1 << 20;  // scontrol show node is a few hundred bytes
+constexpr std::size_t kMaxStderr = 1 << 16;  // a program's complaint, not its output
 constexpr std::size_t kMaxReason = 200;
 
 std::string short_name(std::string h) {
@@ -46,6 +46,14 @@ bool contains(const std::string& s, const char* word) { return s.find(word) != s
 }  // namespace
 
 ProgramRun run_program(const std::vector<std::string>& argv, int timeout_s, bool quiet) {
+  ProgramOptions o;
+  o.timeout_s = timeout_s;
+  o.stderr_to = quiet ? StderrTo::kNull : StderrTo::kTerminal;
+  return run_program(argv, o);
+}
+
+ProgramRun run_program(const std::vector<std::string>& argv, const ProgramOptions& o) {
+  const int timeout_s = o.timeout_s;
   ProgramRun r;
   if (argv.empty() || argv[0].empty()) {
     r.error = "no program";
@@ -63,6 +71,12 @@ ProgramRun run_program(const std::vector<std::string>& argv, int timeout_s, bool
     r.error = std::string("pipe: ") + strerror(errno);
     return r;
   }
+  int text_fds[2] = {-1, -1};  // the program's stderr, when captured
+  if (o.stderr_to == StderrTo::kCapture && pipe(text_fds) != 0) {
+    for (int fd : {fds[0], fds[1], err_fds[0], err_fds[1]}) close(fd);
+    r.error = std::string("pipe: ") + strerror(errno);
+    return r;
+  }
   std::vector<char*> args;
   args.reserve(argv.size() + 1);
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
@@ -70,12 +84,19 @@ ProgramRun run_program(const std::vector<std::string>& argv, int timeout_s, bool
   pid_t pid = fork();
   if (pid < 0) {
     r.error = std::string("fork: ") + strerror(errno);
-    for (int fd : {fds[0], fds[1], err_fds[0], err_fds[1]}) close(fd);
+    for (int fd : {fds[0], fds[1], err_fds[0], err_fds[1], text_fds[0], text_fds[1]}) {
+      if (fd >= 0) close(fd);
+    }
     return r;
   }
   if (pid == 0) {
     dup2(fds[1], STDOUT_FILENO);
-    if (quiet) {
+    if (text_fds[1] >= 0) {
+      dup2(text_fds[1], STDERR_FILENO);
+      close(text_fds[0]);
+      close(text_fds[1]);
+    }
+    if (o.stderr_to == StderrTo::kNull) {
       const int null = open("/dev/null", O_WRONLY);
       if (null >= 0) {
         dup2(null, STDERR_FILENO);
@@ -94,6 +115,7 @@ ProgramRun run_program(const std::vector<std::string>& argv, int timeout_s, bool
   }
   close(fds[1]);
   close(err_fds[1]);
+  if (text_fds[1] >= 0) close(text_fds[1]);
   int exec_errno = 0;
   if (read(err_fds[0], &exec_errno, sizeof exec_errno) == static_cast<ssize_t>(sizeof exec_errno)) {
     r.error = argv[0] + ": " + strerror(exec_errno);
@@ -102,7 +124,11 @@ ProgramRun run_program(const std::vector<std::string>& argv, int timeout_s, bool
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
   bool timed_out = false;
   char buf[4096];
+  // stdout, and stderr when captured, read as they come until both close.
+  pollfd p[2] = {{fds[0], POLLIN, 0}, {text_fds[0], POLLIN, 0}};
+  const nfds_t streams = text_fds[0] >= 0 ? 2 : 1;
   for (;;) {
+    if (p[0].fd < 0 && (streams == 1 || p[1].fd < 0)) break;
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
                     deadline - std::chrono::steady_clock::now())
                     .count();
@@ -110,16 +136,28 @@ ProgramRun run_program(const std::vector<std::string>& argv, int timeout_s, bool
       timed_out = true;
       break;
     }
-    pollfd p{fds[0], POLLIN, 0};
-    int n = poll(&p, 1, static_cast<int>(std::min<long long>(left, INT_MAX)));
+    int n = poll(p, streams, static_cast<int>(std::min<long long>(left, INT_MAX)));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) continue;
-    ssize_t got = read(fds[0], buf, sizeof buf);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) break;
-    if (r.out.size() < kMaxOutput) r.out.append(buf, static_cast<std::size_t>(got));
+    for (nfds_t i = 0; i < streams; ++i) {
+      if (p[i].fd < 0 || p[i].revents == 0) continue;
+      ssize_t got = read(p[i].fd, buf, sizeof buf);
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) {
+        close(p[i].fd);
+        p[i].fd = -1;
+        continue;
+      }
+      std::string& into = i == 0 ? r.out : r.err;
+      const std::size_t cap = i == 0 ? o.max_output : kMaxStderr;
+      const auto bytes = static_cast<std::size_t>(got);
+      if (i == 0 && into.size() + bytes > cap) r.truncated = true;
+      if (into.size() < cap) into.append(buf, std::min(bytes, cap - into.size()));
+    }
   }
-  close(fds[0]);
+  for (const pollfd& q : p) {
+    if (q.fd >= 0) close(q.fd);
+  }
   if (timed_out) kill(pid, SIGKILL);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {

@@ -10,6 +10,7 @@
 // slurmd kills a HealthCheckProgram after 60 s.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -21,10 +22,20 @@ namespace topoaware::cli {
 struct ProgramRun {
   int rc = -1;
   std::string out;
-  std::string error;  // why it did not run (empty when it ran)
+  std::string err;         // its stderr, when captured (StderrTo::kCapture), bounded
+  bool truncated = false;  // stdout was longer than max_output: `out` holds the start only
+  std::string error;       // why it did not run (empty when it ran)
+};
+enum class StderrTo { kTerminal, kNull, kCapture };
+struct ProgramOptions {
+  int timeout_s = 20;
+  StderrTo stderr_to = StderrTo::kTerminal;
+  std::size_t max_output = std::size_t{1} << 20;  // bytes of stdout kept
 };
 // Runs argv[0] (PATH lookup when it has no '/') without a shell, stdout captured (bounded),
-// stderr passed through (or to /dev/null when `quiet`); kills it after `timeout_s`.
+// stderr where `o` says; kills it after `o.timeout_s`.
+ProgramRun run_program(const std::vector<std::string>& argv, const ProgramOptions& o);
+// The same with stderr passed through (or to /dev/null when `quiet`).
 ProgramRun run_program(const std::vector<std::string>& argv, int timeout_s, bool quiet = false);
 
 // The Slurm node name: --node, else SLURMD_NODENAME (set by slurmd for HealthCheckProgram),

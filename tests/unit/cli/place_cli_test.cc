@@ -4,6 +4,9 @@
 // leaf2 node[3-5], leaf3 node[6-8], leaf4 node[9-12]; spine1 = leaf1-2, spine2 = leaf3-4.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -95,6 +98,106 @@ TEST(PlaceCli, HelpStatesTheExitCodes) {
   ASSERT_EQ(r.rc, 0);
   EXPECT_NE(r.out.find("5 cannot place"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("--candidates"), std::string::npos);
+}
+
+// --from-slurm against a stand-in scontrol answering with the lab's real captures
+// (tests/fixtures/slurm-nodes): node[1-3] on leaf1, node[4-6] on leaf2. In the 22.05 capture
+// node1 has no GPU free, node2 5 of 8 (a 3-GPU job), node3 is ALLOCATED, node4 idle, node5
+// reserved and in maintenance, node6 down and not responding.
+class PlaceFromSlurm : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ =
+        test::scratch("place-slurm-" +
+                      std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  // scontrol's `show nodes` prints `nodes` (a fixture), `show partitions` the partitions'.
+  std::string scontrol(const std::string& nodes, const std::string& partitions) {
+    const std::string fx = std::string(TOPOAWARE_TEST_FIXTURES) + "/slurm-nodes/";
+    const std::string path = dir_ + "/scontrol";
+    std::ofstream(path) << "#!/bin/sh\ncase $2 in\n  nodes) cat '" << fx << nodes
+                        << "' ;;\n  partitions) cat '" << fx << partitions << "' ;;\nesac\n";
+    std::filesystem::permissions(path, std::filesystem::perms::owner_all);
+    return path;
+  }
+  CliRun place(const std::string& args, const std::string& release = "22.05") {
+    const std::string sc =
+        release == "22.05"
+            ? scontrol("slurm-22.05-reserved-not-responding.details.oneliner",
+                       "slurm-22.05-partitions.oneliner")
+            : scontrol("slurm-24.11-drained-reserved-not-responding.details.oneliner",
+                       "slurm-24.11-partitions.oneliner");
+    return cli(
+        "place --fabric slurm-nodes/lab-6-nodes.topology.conf --gpus-per-node 8 "
+        "--from-slurm --scontrol " +
+        sc + " " + args);
+  }
+  std::string dir_;
+};
+
+TEST_F(PlaceFromSlurm, OnlyHostsSlurmWouldStartAJobOn) {
+  // One whole host free (node4): one host fits, two do not.
+  CliRun r = place("-N 1 --of nodelist");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out, "node4\n");
+  r = place("-N 2 --of sbatch");
+  EXPECT_EQ(r.rc, 5) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  // Part of a host: node2's 5 free GPUs count, node1's none.
+  r = place("--gpus 4 --of nodelist");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out, "node2\n");
+  r = place("--gpus 6 --of nodelist");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out, "node4\n");
+  // Slurm 24.11's capture: node2 drained, node4 the only usable host.
+  r = place("--gpus 4 --of nodelist", "24.11");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out, "node4\n");
+}
+
+TEST_F(PlaceFromSlurm, ThePartitionAskedForElseSlurmsDefault) {
+  CliRun r = place("--partition debug --gpus 4 --of nodelist");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out, "node4\n");  // node2 is not in debug
+  r = place("--partition batch -N 1");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("partition 'batch' has no nodes in Slurm"), std::string::npos) << r.err;
+}
+
+TEST_F(PlaceFromSlurm, ScontrolMissingOrFailingIsOneClearLine) {
+  CliRun r =
+      cli("place --fabric slurm-nodes/lab-6-nodes.topology.conf --gpus-per-node 8 "
+          "--from-slurm --scontrol /nonexistent/scontrol -N 1 --of sbatch");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find("/nonexistent/scontrol show"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("No such file or directory"), std::string::npos) << r.err;
+  const std::string failing = dir_ + "/scontrol";
+  std::ofstream(failing) << "#!/bin/sh\necho 'slurm_load_node error: Unable to contact slurm "
+                            "controller (connect failure)' >&2\nexit 1\n";
+  std::filesystem::permissions(failing, std::filesystem::perms::owner_all);
+  r =
+      cli("place --fabric slurm-nodes/lab-6-nodes.topology.conf --gpus-per-node 8 "
+          "--from-slurm --scontrol " +
+          failing + " -N 1 --of sbatch");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find("exit 1: slurm_load_node error: Unable to contact slurm controller"),
+            std::string::npos)
+      << r.err;
+  r =
+      cli("place --fabric slurm-nodes/lab-6-nodes.topology.conf --gpus-per-node 8 "
+          "--from-slurm --free node4 -N 1");
+  EXPECT_EQ(r.rc, 2) << r.err;
+  r =
+      cli("place --fabric slurm-nodes/lab-6-nodes.topology.conf --gpus-per-node 8 "
+          "--partition gpu -N 1");
+  EXPECT_EQ(r.rc, 2) << r.err;
 }
 
 }  // namespace
