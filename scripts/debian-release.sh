@@ -37,9 +37,11 @@ topoaware_release() {
       return 1 ;;
   esac
   # The same names on every release listed (Slurm's header and daemons, Scotch's development
-  # package, torch, mpi4py); the sanitizer toolchain is the one that moves with the release, and
+  # package, torch, mpi4py, the Lua that tests etc/cli_filter.lua without Slurm: lua5.1, Slurm's
+  # own cli_filter/lua's); the sanitizer toolchain is the one that moves with the release, and
   # forky has no hyperfine (tools/bench/launch_overhead.sh skips without it).
-  release_pkgs_unit=(libslurm-dev slurm-client libscotch-dev "clang-$llvm" "libclang-rt-$llvm-dev")
+  release_pkgs_unit=(libslurm-dev slurm-client libscotch-dev "clang-$llvm" "libclang-rt-$llvm-dev"
+                     lua5.1)
   release_pkgs_test=(slurmctld slurmd slurm-client munge python3-torch python3-mpi4py
                      openmpi-bin)
   [ "$release" = forky ] || release_pkgs_test+=(hyperfine)
