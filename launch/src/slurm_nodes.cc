@@ -213,6 +213,18 @@ SlurmNode node_of(std::string_view record, const std::string& where) {
   return n;
 }
 
+// Calls `line` with each line of `text` (without its '\n') until it returns false.
+template <typename F>
+void for_each_line(std::string_view text, F&& line) {
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    if (!line(text.substr(start, end - start))) return;
+    start = end + 1;
+  }
+}
+
 }  // namespace
 
 int SlurmNode::free_gpus() const {
@@ -245,15 +257,10 @@ std::vector<SlurmNode> parse_scontrol_nodes(std::string_view text, const std::st
     if (!record.empty()) nodes.push_back(node_of(record, topology::where(source, record_line)));
     record.clear();
   };
-  std::size_t start = 0;
-  while (start < text.size()) {
-    std::size_t end = text.find('\n', start);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view line = text.substr(start, end - start);
-    start = end + 1;
+  for_each_line(text, [&](std::string_view line) {
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
+    if (line.find_first_not_of(" \t") == std::string_view::npos) return true;
     if (line.rfind("NodeName=", 0) == 0) {
       finish();
       record_line = line_no;
@@ -266,26 +273,26 @@ std::vector<SlurmNode> parse_scontrol_nodes(std::string_view text, const std::st
       throw Error(ErrorCode::kBadInput, topology::where(source, line_no),
                   "not a node record of scontrol show nodes: '" + shown + "'");
     }
-  }
+    return true;
+  });
   finish();
   return nodes;
 }
 
 std::string default_partition(std::string_view text) {
-  std::string name;
-  std::size_t start = 0;
-  while (start < text.size()) {
-    std::size_t end = text.find('\n', start);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view line = text.substr(start, end - start);
-    start = end + 1;
+  std::string name, found;
+  for_each_line(text, [&](std::string_view line) {
     // Records may span lines (without --oneliner): PartitionName= opens one.
     for (std::string_view w : words(line)) {
       if (w.rfind("PartitionName=", 0) == 0) name.assign(w.substr(14));
-      if (w == "Default=YES" && !name.empty()) return name;
+      if (w == "Default=YES" && !name.empty()) {
+        found = name;
+        return false;
+      }
     }
-  }
-  return {};
+    return true;
+  });
+  return found;
 }
 
 }  // namespace topoaware::launch

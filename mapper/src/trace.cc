@@ -92,6 +92,21 @@ struct Table {
   std::size_t header_line = 0;
   std::vector<Line> rows;
 };
+// A data line's fields, as many as the header's (with `trailing_separator`, one empty field
+// more is allowed); throws naming the line otherwise.
+std::vector<std::string_view> row_fields(const Table& t, const Line& l, char sep,
+                                         const std::string& source,
+                                         bool trailing_separator = false) {
+  const auto f = split(l.text, sep);
+  const bool extra_empty = trailing_separator && f.size() == t.header.size() + 1 && f.back().empty();
+  if (f.size() != t.header.size() && !extra_empty) {
+    throw bad(source, l.number,
+              std::to_string(f.size()) + " fields; the header has " +
+                  std::to_string(t.header.size()));
+  }
+  return f;
+}
+
 Table table(std::string_view text, char sep, const std::string& source) {
   std::vector<Line> ls = lines_of(text);
   if (ls.empty()) throw bad(source, 1, "empty trace: no header line");
@@ -211,12 +226,7 @@ Trace read_elasticflow(std::string_view text, const std::string& source) {
                          t.header_line);
   Trace out;
   for (const Line& l : t.rows) {
-    const auto f = split(l.text, ',');
-    if (f.size() != t.header.size()) {
-      throw bad(
-          source, l.number,
-          std::to_string(f.size()) + " fields; the header has " + std::to_string(t.header.size()));
-    }
+    const auto f = row_fields(t, l, ',', source);
     TraceJob j;
     j.id = std::string(f[c[0]]);
     j.submit = number(f[c[1]], source, l.number, "submission_time");
@@ -236,12 +246,7 @@ Trace read_kalos(std::string_view text, const std::string& source) {
       source, t.header_line);
   Trace out;
   for (const Line& l : t.rows) {
-    const auto f = split(l.text, ',');
-    if (f.size() != t.header.size()) {
-      throw bad(
-          source, l.number,
-          std::to_string(f.size()) + " fields; the header has " + std::to_string(t.header.size()));
-    }
+    const auto f = row_fields(t, l, ',', source);
     TraceJob j;
     j.id = std::string(f[c[0]]);
     j.submit = number(f[c[1]], source, l.number, "arrival_time");
@@ -266,13 +271,8 @@ Trace read_sacct(std::string_view text, const std::string& source) {
   double origin = 0;
   bool have_origin = false;
   for (const Line& l : t.rows) {
-    const auto f = split(l.text, '|');
     // --parsable2 has no trailing '|'; --parsable has one: one empty field more.
-    if (f.size() != t.header.size() && !(f.size() == t.header.size() + 1 && f.back().empty())) {
-      throw bad(
-          source, l.number,
-          std::to_string(f.size()) + " fields; the header has " + std::to_string(t.header.size()));
-    }
+    const auto f = row_fields(t, l, '|', source, /*trailing_separator=*/true);
     const std::string_view id = f[c[0]];
     if (id.empty()) throw bad(source, l.number, "empty JobID");
     if (id.find('.') != std::string_view::npos) {
