@@ -119,32 +119,10 @@ std::vector<std::string> plan_summary(const mapper::RankPlan& plan) {
 std::string quality_line(const topology::Fabric& fabric,
                          const std::vector<const topology::NodeTopology*>& nodes,
                          const mapper::Request& request) {
-  if (request.tasks_per_host.empty() || nodes.empty()) return {};
-  const int per_host = request.tasks_per_host[0];
-  for (int t : request.tasks_per_host) {
-    if (t != per_host) return {};
-  }
-  mapper::PlaceInput in;
-  in.gpus_per_host = per_host;
-  in.request = request;
-  in.request.bound_gpu.clear();
-  in.nodes.assign(fabric.hosts.size(), nodes[0]);
-  in.free_gpus.assign(fabric.hosts.size(), per_host);
-  std::vector<std::uint32_t> mine;
-  for (const auto& h : request.hosts) {
-    const std::int64_t i = fabric.find_host(h);
-    if (i >= 0) mine.push_back(static_cast<std::uint32_t>(i));
-  }
-  const mapper::Quality q = mapper::assess(fabric, in, mine);
+  if (nodes.empty()) return {};
+  const mapper::Quality q = mapper::assess_step(fabric, nodes[0], request);
   if (!q.best_found) return {};
-  const auto levels = mapper::group_levels(fabric);
-  auto spread = [&](const mapper::HostSet& a) {
-    std::string s;
-    for (std::size_t i = 0; i < a.spread.size() && i < levels.size(); ++i) {
-      s += (s.empty() ? "" : ", ") + plural(a.spread[i], fabric.levels[levels[i]].name);
-    }
-    return s.empty() ? std::string("-") : s;
-  };
+  auto spread = [&](const mapper::HostSet& a) { return mapper::spread_text(fabric, a); };
   char buf[512];
   std::snprintf(buf, sizeof buf,
                 "topo-aware:   allocation: %s; plan there %s, on the best allocation of an empty "

@@ -188,6 +188,25 @@ std::string level_plural(const std::string& name) {
   return name + "s";
 }
 
+std::size_t leaf_level(const Fabric& fabric) {
+  const auto levels = group_levels(fabric);
+  for (std::size_t i = 0; i < levels.size(); ++i) {
+    if (fabric.levels[levels[i]].tier >= 1) return i;
+  }
+  return 0;
+}
+
+std::string spread_text(const Fabric& fabric, const HostSet& set) {
+  const auto levels = group_levels(fabric);
+  std::string s;
+  for (std::size_t i = 0; i < set.spread.size() && i < levels.size(); ++i) {
+    const std::string& name = fabric.levels[levels[i]].name;
+    s += (s.empty() ? "" : ", ") + std::to_string(set.spread[i]) + " " +
+         (set.spread[i] == 1 ? name : level_plural(name));
+  }
+  return s.empty() ? "-" : s;
+}
+
 std::vector<std::size_t> group_levels(const Fabric& fabric) {
   std::vector<std::size_t> out;
   for (std::size_t i = 0; i < fabric.levels.size(); ++i) {
@@ -402,12 +421,7 @@ Placement place(const Fabric& fabric, const PlaceInput& input) {
     out.placed = true;
 
     // Why, where the choice spans more than one leaf.
-    const std::size_t leaf_pos = [&] {
-      for (std::size_t i = 0; i < out.level_names.size(); ++i) {
-        if (fabric.levels[group_levels(fabric)[i]].tier >= 1) return i;
-      }
-      return std::size_t{0};
-    }();
+    const std::size_t leaf_pos = leaf_level(fabric);
     if (!out.chosen.spread.empty() && out.chosen.spread[leaf_pos] > 1) {
       const Capacity plain = capacity(h, usable, 1, h.root);
       const std::uint32_t most = plain.cap[h.leaf].empty()
@@ -491,6 +505,35 @@ Quality assess(const Fabric& fabric, const PlaceInput& input,
     q.slowdown = q.best.seconds > 0 ? q.allocation.seconds / q.best.seconds : 1;
   }
   return q;
+}
+
+Quality assess_step(const Fabric& fabric, const topology::NodeTopology* node,
+                    const Request& request, const std::vector<char>& free) {
+  if (request.tasks_per_host.empty() || node == nullptr) return {};
+  const int per_host = request.tasks_per_host[0];
+  for (int t : request.tasks_per_host) {
+    if (t != per_host) return {};
+  }
+  if (!free.empty() && free.size() != fabric.hosts.size()) {
+    throw Error("assess: one free flag per fabric host expected");
+  }
+  PlaceInput in;
+  in.gpus_per_host = per_host;
+  in.request = request;
+  in.request.bound_gpu.clear();
+  in.nodes.assign(fabric.hosts.size(), node);
+  in.free_gpus.assign(fabric.hosts.size(), per_host);
+  if (!free.empty()) {
+    for (std::size_t h = 0; h < free.size(); ++h) in.free_gpus[h] = free[h] ? per_host : 0;
+  }
+  std::vector<std::uint32_t> mine;
+  for (const auto& name : request.hosts) {
+    const std::int64_t i = fabric.find_host(name);
+    if (i < 0) continue;
+    mine.push_back(static_cast<std::uint32_t>(i));
+    in.free_gpus[static_cast<std::size_t>(i)] = per_host;
+  }
+  return assess(fabric, in, mine);
 }
 
 }  // namespace topoaware::mapper

@@ -306,52 +306,26 @@ std::string dims_table(const Scored& plan, const Scored& other, const std::strin
 // best allocation place() finds where the job could have gone -- the allocation's hosts and
 // `free` when given, else an empty cluster. Every host is modeled as the plan's first host.
 mapper::Quality allocation_quality(const Loaded& l, const std::string& free) {
-  mapper::PlaceInput in;
-  const int per_host = l.request.tasks_per_host.empty() ? 0 : l.request.tasks_per_host[0];
-  for (int t : l.request.tasks_per_host) {
-    if (t != per_host) {
-      throw UsageError("allocation quality: hosts run different numbers of tasks (" +
-                       std::to_string(per_host) + " and " + std::to_string(t) + ")");
+  std::vector<char> flags;
+  if (!free.empty()) {
+    flags.assign(l.fabric.hosts.size(), 0);
+    for (const auto& h : topology::expand_hostlist(free, "--free")) {
+      const std::int64_t i = l.fabric.find_host(h);
+      if (i < 0) {
+        throw topology::Error(topology::ErrorCode::kBadInput, "--free",
+                              "host " + h + " is not in the fabric (" + l.fabric.source + ")");
+      }
+      flags[static_cast<std::size_t>(i)] = 1;
     }
   }
-  in.gpus_per_host = per_host;
-  in.request = l.request;
-  in.request.bound_gpu.clear();
-  in.nodes.assign(l.fabric.hosts.size(), l.nodes[0]);
-  in.free_gpus.assign(l.fabric.hosts.size(), free.empty() ? per_host : 0);
-  std::vector<std::uint32_t> mine;
-  for (const auto& h : l.request.hosts) {
-    const std::int64_t i = l.fabric.find_host(h);
-    if (i < 0) continue;
-    mine.push_back(static_cast<std::uint32_t>(i));
-    in.free_gpus[static_cast<std::size_t>(i)] = per_host;
-  }
-  for (const auto& h : topology::expand_hostlist(free, "--free")) {
-    const std::int64_t i = l.fabric.find_host(h);
-    if (i < 0) {
-      throw topology::Error(topology::ErrorCode::kBadInput, "--free",
-                            "host " + h + " is not in the fabric (" + l.fabric.source + ")");
-    }
-    in.free_gpus[static_cast<std::size_t>(i)] = per_host;
-  }
-  return mapper::assess(l.fabric, in, mine);
+  // Not judged (best_found false) where the hosts run different numbers of tasks, as in srun.
+  return mapper::assess_step(l.fabric, l.nodes[0], l.request, flags);
 }
 
 std::string hostlist_of(const topology::Fabric& f, const std::vector<std::uint32_t>& hosts) {
   std::vector<std::string> n;
   for (std::uint32_t h : hosts) n.push_back(f.hosts[h].name);
   return topology::compress_hostlist(n);
-}
-
-std::string spread_of(const topology::Fabric& f, const mapper::HostSet& a) {
-  const auto levels = mapper::group_levels(f);
-  std::string s;
-  for (std::size_t i = 0; i < a.spread.size() && i < levels.size(); ++i) {
-    const std::string& name = f.levels[levels[i]].name;
-    s += (s.empty() ? "" : ", ") + std::to_string(a.spread[i]) + " " +
-         (a.spread[i] == 1 ? name : mapper::level_plural(name));
-  }
-  return s.empty() ? "-" : s;
 }
 
 }  // namespace
@@ -464,10 +438,11 @@ void add_inspect(CLI::App& app, Common& common) {
       if (q.best_found) {
         char x[32];
         std::snprintf(x, sizeof x, "%.2fx", q.slowdown);
-        s << "allocation: " << spread_of(l.fabric, q.allocation) << "; the mapper's plan there "
+        s << "allocation: " << mapper::spread_text(l.fabric, q.allocation)
+          << "; the mapper's plan there "
           << seconds(q.allocation.seconds) << ", on the best allocation of " << against << " "
           << seconds(q.best.seconds) << " (" << hostlist_of(l.fabric, q.best.hosts) << ", "
-          << spread_of(l.fabric, q.best) << "): " << x << "\n";
+          << mapper::spread_text(l.fabric, q.best) << "): " << x << "\n";
       }
       for (const auto& h : l.health) s << "degraded (health report): " << h << "\n";
       s << "\nper dim: groups whose traffic stays inside a host / inside a leaf group / crosses "

@@ -111,15 +111,6 @@ std::string names(const topology::Fabric& f, const std::vector<std::uint32_t>& h
   return topology::compress_hostlist(n);
 }
 
-std::string spread_text(const mapper::Placement& p, const mapper::HostSet& a) {
-  std::string s;
-  for (std::size_t i = 0; i < a.spread.size() && i < p.level_names.size(); ++i) {
-    s += (s.empty() ? "" : ", ") + std::to_string(a.spread[i]) + " " +
-         (a.spread[i] == 1 ? p.level_names[i] : mapper::level_plural(p.level_names[i]));
-  }
-  return s.empty() ? "-" : s;
-}
-
 std::string pct(double x, double base) {
   if (base <= 0) return "-";
   char buf[32];
@@ -145,14 +136,7 @@ std::string sbatch_args(const topology::Fabric& f, const mapper::Placement& p) {
     if (!in[h]) out.push_back(h);
   }
   std::string s = out.empty() ? std::string() : "--exclude=" + names(f, out);
-  std::size_t leaf = 0;
-  for (std::size_t i = 0; i < p.level_names.size(); ++i) {
-    const auto levels = mapper::group_levels(f);
-    if (f.levels[levels[i]].tier >= 1) {
-      leaf = i;
-      break;
-    }
-  }
+  const std::size_t leaf = mapper::leaf_level(f);
   if (leaf < p.chosen.spread.size()) {
     s += (s.empty() ? "" : " ") + std::string("--switches=") + std::to_string(p.chosen.spread[leaf]);
   }
@@ -214,12 +198,12 @@ std::string render_text(const topology::Fabric& f, const mapper::Placement& p,
     return out.str();
   }
   out << "chosen: " << names(f, p.chosen.hosts) << " (" << p.chosen.label << "; "
-      << spread_text(p, p.chosen) << ")\n";
+      << mapper::spread_text(f, p.chosen) << ")\n";
   out << "modeled communication the step waits for: " << seconds(p.chosen.seconds);
   if (!p.tree.hosts.empty()) {
     out << "; Slurm's tree choice " << names(f, p.tree.hosts) << ": " << seconds(p.tree.seconds)
-        << " (" << spread_text(p, p.tree) << "; " << pct(p.tree.seconds, p.chosen.seconds)
-        << ")";
+        << " (" << mapper::spread_text(f, p.tree) << "; "
+        << pct(p.tree.seconds, p.chosen.seconds) << ")";
   } else {
     out << "; Slurm's tree would not start it now: " << p.tree_reason;
   }
@@ -234,7 +218,8 @@ std::string render_text(const topology::Fabric& f, const mapper::Placement& p,
       {"set", "hosts", "exposed", "all comm", "spread", "frag after", "degraded"}};
   for (const auto& a : p.considered) {
     rows.push_back({a.label, names(f, a.hosts), seconds(a.seconds), seconds(a.raw_seconds),
-                    spread_text(p, a), fixed(a.fragmentation, 3), std::to_string(a.degraded)});
+                    mapper::spread_text(f, a), fixed(a.fragmentation, 3),
+                    std::to_string(a.degraded)});
   }
   out << "\nconsidered (cheapest first; ties to the least fragmentation left):\n"
       << text_table(rows);

@@ -90,6 +90,12 @@ Placement place(const topology::Fabric& fabric, const PlaceInput& input);
 // A level's name in the plural, for people: "leaves", "spines", "pods".
 std::string level_plural(const std::string& name);
 
+// Index into group_levels() of the first level joined by switches (the leaves), 0 when none is.
+std::size_t leaf_level(const topology::Fabric& fabric);
+
+// A host set's spread for people: "2 leaves, 1 pod" ("-" when the fabric has no grouping level).
+std::string spread_text(const topology::Fabric& fabric, const HostSet& set);
+
 // One host set scored as place() scores its candidates (label, fragmentation left empty).
 HostSet score_allocation(const topology::Fabric& fabric, const PlaceInput& input,
                             std::vector<std::uint32_t> hosts);
@@ -105,5 +111,12 @@ struct Quality {
 };
 Quality assess(const topology::Fabric& fabric, const PlaceInput& input,
                const std::vector<std::uint32_t>& allocation);
+
+// assess() for a step as map, inspect and srun hold it: its request's hosts are the allocation,
+// every fabric host is modeled as `node` with the step's tasks per host, and the hosts free
+// besides the allocation are `free` (per fabric host; empty: an empty cluster). Not judged
+// (best_found false) when the step's hosts run different numbers of tasks.
+Quality assess_step(const topology::Fabric& fabric, const topology::NodeTopology* node,
+                    const Request& request, const std::vector<char>& free = {});
 
 }  // namespace topoaware::mapper
