@@ -37,16 +37,16 @@ Link make_link(VertexId a, VertexId b, LinkKind kind, double gbps) {
   return l;
 }
 
+// `cables` parallel cables sharing `gbps`: one Link with that count, as the importers merge them.
 void link(Fabric& f, VertexId a, VertexId b, double gbps, int cables = 1) {
-  for (int k = 0; k < cables; ++k) {
-    Link l;
-    l.a = a;
-    l.b = b;
-    l.kind = LinkKind::kNetwork;
-    l.bandwidth = gbps / cables;
-    l.latency_us = 0.15;
-    f.graph.add_link(l);
-  }
+  Link l;
+  l.a = a;
+  l.b = b;
+  l.kind = LinkKind::kNetwork;
+  l.bandwidth = gbps;
+  l.count = cables;
+  l.latency_us = 0.15;
+  f.graph.add_link(l);
 }
 
 std::string numbered(const std::string& prefix, long long i, int width) {

@@ -1,8 +1,12 @@
 // ibnetdiscover importer against real dumps (../shared/fixtures/ibnetdiscover, PSMN copies in
 // tests/fixtures) and against hostile input.
+#include <algorithm>
+#include <cstdint>
+#include <map>
 #include <random>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fabric_test_support.h"
@@ -37,6 +41,20 @@ TEST(FabricIbnetdiscover, PsmnX5CountsAndTiers) {
   EXPECT_DOUBLE_EQ(h.port_gbps[0], 4.0);
   EXPECT_EQ(f.graph.vertex(h.leaves.at(0)).name, "S-0002c90200417670");
   EXPECT_EQ(f.graph.vertex(h.leaves.at(0)).sw.model, "Infiniscale-IV Mellanox Technologies");
+  // Parallel cables between two switches stay one Link each: each has its own port numbers, which
+  // anomalies name. The dump has such pairs (the leaf's 12 cables go to fewer switches).
+  std::map<std::pair<std::uint32_t, std::uint32_t>, int> cables;
+  for (const Link& l : f.graph.links()) {
+    EXPECT_EQ(l.count, 1);
+    if (f.graph.vertex(l.a).kind == VertexKind::kSwitch &&
+        f.graph.vertex(l.b).kind == VertexKind::kSwitch) {
+      EXPECT_GE(l.port_a, 1);
+      ++cables[std::minmax(l.a.value, l.b.value)];
+    }
+  }
+  int most = 0;
+  for (const auto& [pair, n] : cables) most = std::max(most, n);
+  EXPECT_GT(most, 1);
 }
 
 TEST(FabricIbnetdiscover, PsmnX5WithGuidMapMatchesTheRealTopologyConf) {

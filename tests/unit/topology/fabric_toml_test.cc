@@ -245,6 +245,71 @@ TEST(FabricJson, ScriptContractAndReload) {
   EXPECT_NE(e.context().find("broken.json:4"), std::string::npos) << e.context();
 }
 
+// Parallel cables of one kind are one Link with a count: the graph a node builds in every step
+// grows with switch pairs, not cables. Every figure read from the fabric stays per cable or in
+// total as before: tiers, group uplinks, Slurm's LinkSpeed, JSON (which merges them again).
+TEST(FabricToml, ParallelCablesAreOneLinkWithACount) {
+  const char* text = R"(
+[defaults]
+link = "4xNDR"
+[[unit]]
+hosts = "n[1-8]"
+leaves = "leaf[1-2]"
+[[uplinks]]
+from = "leaf[1-2]"
+to = "spine1"
+cables = 4
+[[uplinks]]
+from = "leaf[1-2]"
+to = "spine2"
+cables = 2
+link = "4xHDR"
+)";
+  Fabric f = load_fabric(write_temp("cables.toml", text));
+  std::size_t switch_links = 0;
+  for (const Link& l : f.graph.links()) {
+    if (f.graph.vertex(l.a).kind != VertexKind::kSwitch) continue;
+    ++switch_links;
+    const bool ndr = f.graph.vertex(l.a).name == "spine1";
+    EXPECT_EQ(l.count, ndr ? 4 : 2);
+    EXPECT_DOUBLE_EQ(l.bandwidth, ndr ? 4 * 50.0 : 2 * 25.0);
+  }
+  EXPECT_EQ(switch_links, 4u);  // 2 leaves x 2 spines, not 12 cables
+  // Tier 1 up: 2 leaves x (4 x 50 + 2 x 25); each leaf group's uplink counts its 6 cables.
+  EXPECT_DOUBLE_EQ(f.tiers[0].up_gbps, 500.0);
+  const LocalityLevel* leaf = level(f, "leaf");
+  ASSERT_NE(leaf, nullptr);
+  EXPECT_DOUBLE_EQ(leaf->group_uplink_gbps[0], 250.0);
+  EXPECT_EQ(leaf->group_uplink_links[0], 6u);
+  // Each leaf has 2 of 6 uplink ports slower than the rest, counted per cable.
+  bool slow = false;
+  for (const Anomaly& a : f.anomalies) {
+    if (a.kind != "slow-link" || a.message.rfind("leaf1:", 0) != 0) continue;
+    slow = true;
+    EXPECT_NE(a.message.find("2 of 6 uplink ports run slower than 50 GB/s (4xNDR)"),
+              std::string::npos) << a.message;
+    EXPECT_NE(a.message.find("2x->spine2 25 GB/s (4xHDR)"), std::string::npos) << a.message;
+  }
+  EXPECT_TRUE(slow);
+  // Slurm's LinkSpeed is one cable's (400 Gb/s), not the merged pair's.
+  EXPECT_NE(to_slurm_tree(f).find("SwitchName=leaf1 Nodes=n[1-4] LinkSpeed=400\n"),
+            std::string::npos) << to_slurm_tree(f);
+  // JSON writes one cable's speed and the count; reloaded, the same links.
+  nlohmann::json j = nlohmann::json::parse(fabric_to_json(f));
+  ASSERT_EQ(j["switch_links"].size(), 4u);
+  EXPECT_EQ(j["switch_links"][0]["cables"], 4);
+  EXPECT_DOUBLE_EQ(j["switch_links"][0]["gbps"].get<double>(), 50.0);
+  Fabric g = load_fabric(write_temp("cables.json", j.dump()));
+  EXPECT_EQ(g.graph.link_count(), f.graph.link_count());
+  EXPECT_DOUBLE_EQ(g.tiers[0].up_gbps, 500.0);
+  // A count out of bounds is refused where it is written.
+  j["switch_links"][1]["cables"] = 0;
+  Error e = load_error(write_temp("cables0.json", j.dump()));
+  EXPECT_NE(e.context().find("switch_links[1]"), std::string::npos) << e.context();
+  EXPECT_NE(std::string(e.what()).find("\"cables\" must be 1 to 1024"), std::string::npos)
+      << e.what();
+}
+
 TEST(FabricDot, SmallFabricPicture) {
   Fabric f = load_fabric(etc("lab-cluster.toml"));
   std::string dot = fabric_to_dot(f);

@@ -198,22 +198,31 @@ void add_anomalies(Fabric& f, const std::vector<int>& tier, int top) {
             is_switch(g, o) && (f.hierarchical ? l.b == s && l.a == o : tier[o.value] > tier[i]);
         if ((cls == 0 && host) || (cls == 1 && up)) sib.push_back(&l);
       }
-      if (sib.size() < 2) continue;
+      // Ports, not links: merged parallel cables (Link::count) are compared one cable each.
+      auto cables = [](const Link* l) { return static_cast<std::size_t>(std::max(1, l->count)); };
+      auto per_cable = [&](const Link* l) { return l->bandwidth / static_cast<double>(cables(l)); };
+      std::size_t ports = 0;
+      for (const Link* l : sib) ports += cables(l);
+      if (ports < 2) continue;
       double best = 0;
       const Link* fast = nullptr;
       for (const Link* l : sib) {
-        if (l->bandwidth > best) {
-          best = l->bandwidth;
+        if (per_cable(l) > best) {
+          best = per_cable(l);
           fast = l;
         }
       }
       std::vector<const Link*> slow;
+      std::size_t slow_ports = 0;
       for (const Link* l : sib) {
-        if (l->bandwidth > 0 && l->bandwidth < best * 0.999) slow.push_back(l);
+        if (l->bandwidth > 0 && per_cable(l) < best * 0.999) {
+          slow.push_back(l);
+          slow_ports += cables(l);
+        }
       }
       if (slow.empty()) continue;
-      std::string msg = g.vertex(s).name + ": " + std::to_string(slow.size()) + " of " +
-                        std::to_string(sib.size()) + (cls == 0 ? " host" : " uplink") +
+      std::string msg = g.vertex(s).name + ": " + std::to_string(slow_ports) + " of " +
+                        std::to_string(ports) + (cls == 0 ? " host" : " uplink") +
                         " ports run slower than " + fmt_gbps(best) +
                         (fast->rate.empty() ? "" : " (" + fast->rate + ")") + ":";
       std::size_t shown = 0;
@@ -226,7 +235,8 @@ void add_anomalies(Fabric& f, const std::vector<int>& tier, int top) {
         int port = l->a == s ? l->port_a : l->port_b;
         msg += " ";
         if (port >= 0) msg += "[" + std::to_string(port) + "]";
-        msg += "->" + g.vertex(o).name + " " + fmt_gbps(l->bandwidth);
+        if (l->count > 1) msg += std::to_string(l->count) + "x";
+        msg += "->" + g.vertex(o).name + " " + fmt_gbps(per_cable(l));
         if (!l->rate.empty()) msg += " (" + l->rate + ")";
         msg += ";";
       }

@@ -50,8 +50,14 @@ class FabricBuilder {
   void connect_host(std::uint32_t host, VertexId sw, double gbps, const std::string& rate,
                     const std::string& nic, int host_port = -1, int switch_port = -1,
                     bool assumed = false);
+  // `gbps` is one cable's; `cables` parallel cables of one kind become one Link with that count.
+  // Cables whose ports are unknown (descriptions, topology.conf, Lingjun, JSON without ports) join
+  // an earlier link a -> b of the same rate, speed and kind: a 2,048-host description with 64
+  // cables per leaf-spine pair is then 8,192 switch links, not 524,288, and a node that reads it
+  // in every step builds that much less. Cables with port numbers (ibnetdiscover) stay one Link
+  // each, so an anomaly can name the port.
   void connect_switches(VertexId a, VertexId b, double gbps, const std::string& rate,
-                        int port_a = -1, int port_b = -1, bool assumed = false);
+                        int port_a = -1, int port_b = -1, bool assumed = false, int cables = 1);
 
   Fabric& fabric() { return fabric_; }
   Fabric take() { return std::move(fabric_); }
@@ -59,6 +65,8 @@ class FabricBuilder {
  private:
   Fabric fabric_;
   std::unordered_map<std::string, VertexId> switches_;
+  // The last port-less switch link a -> b, keyed by (a << 32 | b): where parallel cables merge.
+  std::unordered_map<std::uint64_t, LinkId> portless_;
 };
 
 // What load_fabric() and load_fabric_text() share once the text is read and cleaned: the format

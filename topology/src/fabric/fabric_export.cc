@@ -94,8 +94,10 @@ std::string to_slurm_tree(const Fabric& f) {
         if (kids.empty() && hs.empty()) continue;  // Slurm wants children on every line
         double speed = 0;
         // A placeholder speed (the source had none) is not written back as if it were known.
+        // One cable's speed: Slurm's LinkSpeed is a link's, and merged cables count as one.
         for (LinkId lid : g.links_of(s)) {
-          if (!g.link(lid).speed_assumed) speed = std::max(speed, g.link(lid).bandwidth);
+          const Link& l = g.link(lid);
+          if (!l.speed_assumed) speed = std::max(speed, l.bandwidth / std::max(1, l.count));
         }
         out << "SwitchName=" << g.vertex(s).name;
         if (!kids.empty()) out << " Switches=" << ranged(kids);
@@ -295,7 +297,9 @@ std::string fabric_to_json(const Fabric& f) {
     ordered_json o;
     o["a"] = g.vertex(l.a).name;
     o["b"] = g.vertex(l.b).name;
-    o["gbps"] = l.bandwidth;
+    // One cable's speed; merged parallel cables say how many (the reader merges them again).
+    o["gbps"] = l.bandwidth / std::max(1, l.count);
+    if (l.count > 1) o["cables"] = l.count;
     if (l.speed_assumed) o["speed_assumed"] = true;
     if (!l.rate.empty()) o["rate"] = l.rate;
     if (l.port_a >= 0) o["port_a"] = l.port_a;
@@ -430,7 +434,7 @@ std::string fabric_to_dot(const Fabric& f) {
     bool swap = rank(l.b) < rank(l.a) || (rank(l.b) == rank(l.a) && l.b.value < l.a.value);
     auto& e =
         edges[swap ? std::make_pair(l.b.value, l.a.value) : std::make_pair(l.a.value, l.b.value)];
-    e.first += 1;
+    e.first += std::max(1, l.count);
     e.second += l.bandwidth;
   }
   for (const auto& [k, e] : edges) {

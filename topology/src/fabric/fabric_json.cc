@@ -24,6 +24,16 @@ long line_of(std::string_view text, std::size_t byte) {
   return line;
 }
 
+// "cables": parallel cables of one switch link (fabric_to_json writes it when more than one), as
+// bounded as a TOML description's.
+int cables_of(const json& l, const std::string& at) {
+  const long n = l.value("cables", 1L);
+  if (n < 1 || n > 1024) {
+    throw Error(ErrorCode::kBadInput, at, "\"cables\" must be 1 to 1024, not " + std::to_string(n));
+  }
+  return static_cast<int>(n);
+}
+
 }  // namespace
 
 Fabric parse_fabric_json(const std::string& path, std::string_view text) {
@@ -73,7 +83,7 @@ Fabric parse_fabric_json(const std::string& path, std::string_view text) {
         b.connect_switches(sw(l.at("a").get<std::string>()), sw(l.at("b").get<std::string>()),
                            l.at("gbps").get<double>(), l.value("rate", std::string()),
                            l.value("port_a", -1), l.value("port_b", -1),
-                           l.value("speed_assumed", false));
+                           l.value("speed_assumed", false), cables_of(l, at));
       }
     }
     std::unordered_map<std::string, std::vector<std::uint32_t>> domains;

@@ -140,17 +140,45 @@ void FabricBuilder::connect_host(std::uint32_t host, VertexId sw, double gbps,
 }
 
 void FabricBuilder::connect_switches(VertexId a, VertexId b, double gbps, const std::string& rate,
-                                     int port_a, int port_b, bool assumed) {
+                                     int port_a, int port_b, bool assumed, int cables) {
+  if (cables < 1) return;
+  Graph& g = fabric_.graph;
+  const bool portless = port_a < 0 && port_b < 0;
+  const std::uint64_t key = (std::uint64_t{a.value} << 32) | b.value;
+  if (portless) {
+    auto it = portless_.find(key);
+    if (it != portless_.end()) {
+      Link& l = g.link(it->second);
+      // Same kind of cable: the merged link's bandwidth stays count x one cable's. A count is
+      // bounded (a JSON file can repeat a pair without end); past it, a new link starts.
+      constexpr int kMaxCount = 1 << 20;
+      if (l.rate == rate && l.speed_assumed == assumed && l.bandwidth == gbps * l.count &&
+          l.count <= kMaxCount - cables) {
+        l.count += cables;
+        l.bandwidth = gbps * l.count;
+        return;
+      }
+    }
+  }
   Link l;
   l.speed_assumed = assumed;
   l.a = a;
   l.b = b;
   l.kind = LinkKind::kNetwork;
-  l.bandwidth = gbps;
+  l.count = portless ? cables : 1;
+  l.bandwidth = gbps * l.count;
   l.rate = rate;
   l.port_a = port_a;
   l.port_b = port_b;
-  fabric_.graph.add_link(std::move(l));
+  LinkId id = g.add_link(std::move(l));
+  if (portless) {
+    portless_[key] = id;
+  } else {
+    for (int k = 1; k < cables; ++k) {
+      Link more = g.link(id);
+      g.add_link(std::move(more));
+    }
+  }
 }
 
 Fabric load_fabric_input(InputText in, const std::string& path, const std::string& guid_map,
