@@ -48,6 +48,12 @@ VertexId Graph::add_vertex(Vertex v) {
   return id;
 }
 
+void Graph::reserve(std::size_t vertices, std::size_t links) {
+  vertices_.reserve(vertices);
+  adjacency_.reserve(vertices);
+  links_.reserve(links);
+}
+
 LinkId Graph::add_link(Link l) {
   if (!l.a.valid() || !l.b.valid() || l.a.value >= vertices_.size() ||
       l.b.value >= vertices_.size()) {

@@ -17,6 +17,7 @@
 // the fabric). Errors name file:line from TOML++'s source positions.
 #include <toml++/toml.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -35,6 +36,46 @@ namespace topoaware::topology::detail {
 namespace {
 
 constexpr std::size_t kMaxTomlCables = 1u << 22;
+
+// What the description will build, counted before building it: hosts and leaves of every
+// [[unit]], host ports, one (merged) link per [[uplinks]] switch pair. Best effort: a table this
+// cannot read counts nothing here and is refused, at its line, by the pass that builds.
+struct Size {
+  std::size_t vertices = 0, links = 0;
+};
+
+Size planned_size(const toml::table& root) {
+  Size s;
+  auto count = [](const toml::table& t, const char* key) -> std::size_t {
+    auto v = t[key].value<std::string>();
+    if (!v) return 0;
+    try {
+      return hostlist_count(*v);
+    } catch (const Error&) {
+      return 0;
+    }
+  };
+  auto each = [&](const char* name, auto&& fn) {
+    if (const toml::array* a = root[name].as_array()) {
+      for (const toml::node& n : *a) {
+        if (const toml::table* t = n.as_table()) fn(*t);
+      }
+    }
+  };
+  each("unit", [&](const toml::table& t) {
+    const std::size_t hosts = count(t, "hosts"), leaves = count(t, "leaves");
+    const auto nics = static_cast<std::size_t>(std::clamp<std::int64_t>(
+        t["nics"].value<std::int64_t>().value_or(1), 1, 64));
+    s.vertices += hosts + leaves;
+    if (leaves > 0) s.links += hosts * nics;
+  });
+  each("uplinks", [&](const toml::table& t) {
+    const std::size_t to = count(t, "to");
+    s.vertices += to;
+    s.links += count(t, "from") * to;
+  });
+  return s;
+}
 
 class Reader {
  public:
@@ -154,6 +195,11 @@ Fabric parse_fabric_toml(const std::string& path, std::string_view text) {
                 "no [[unit]] table: a fabric description names its hosts in [[unit]]");
   }
   FabricBuilder b("toml:" + path);
+  // Reserved only within the limits: a description past them is refused as it is built.
+  if (Size want = planned_size(root);
+      want.vertices <= 2 * kMaxFabricHosts && want.links <= 8 * kMaxFabricHosts) {
+    b.fabric().graph.reserve(want.vertices, want.links);
+  }
   Fabric& f = b.fabric();
   f.hierarchical = true;
   if (const toml::node* rn = root.get("routing")) {
@@ -277,7 +323,7 @@ Fabric parse_fabric_toml(const std::string& path, std::string_view text) {
       }
       for (const std::string& c : to) {
         if (c == a) r.fail(t, "switch " + a + " is wired to itself");
-        for (int k = 0; k < cables; ++k) b.connect_switches(sw(c), b.switch_named(a), gbps, rate);
+        b.connect_switches(sw(c), b.switch_named(a), gbps, rate, -1, -1, false, cables);
       }
     }
   });
