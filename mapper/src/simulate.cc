@@ -340,8 +340,10 @@ Replay replay(const topology::Fabric& fabric, const topology::NodeTopology& node
     ends.emplace(o.end, j);
     out.gpu_seconds += job.gpus * run;
     out.last_end = std::max(out.last_end, o.end);
-    out.fragmentation_sum += cluster.fragmentation_now();
+    const double frag = cluster.fragmentation_now();
+    out.fragmentation_sum += frag;
     ++out.fragmentation_samples;
+    out.fragmentation_over_time.emplace_back(now, frag);
     out.jobs.push_back(o);
     if (options.progress && options.progress_every > 0 &&
         out.jobs.size() % options.progress_every == 0) {
@@ -451,6 +453,31 @@ double percentile(std::vector<double> v, double p) {
 }
 
 }  // namespace
+
+std::vector<std::pair<double, double>> utilisation_over_time(const Replay& r,
+                                                             const std::vector<TraceJob>& jobs,
+                                                             int gpus_per_host) {
+  std::vector<std::pair<double, double>> out;
+  if (r.capacity_gpus <= 0) return out;
+  // (time, GPUs taken (+) or given back (-)), swept in time order.
+  std::vector<std::pair<double, double>> events;
+  events.reserve(2 * r.jobs.size());
+  for (const JobOutcome& o : r.jobs) {
+    const double held = o.hosts == 1 ? std::min<double>(jobs[o.job].gpus, gpus_per_host)
+                                     : static_cast<double>(o.hosts) * gpus_per_host;
+    events.emplace_back(o.start, held);
+    events.emplace_back(o.end, -held);
+  }
+  std::sort(events.begin(), events.end());
+  double busy = 0;
+  for (std::size_t i = 0; i < events.size();) {
+    const double t = events[i].first;
+    for (; i < events.size() && events[i].first == t; ++i) busy += events[i].second;
+    const double share = std::max(0.0, busy / r.capacity_gpus);  // no -0 from rounding
+    out.emplace_back(t, share < 1e-12 ? 0.0 : share);
+  }
+  return out;
+}
 
 ReplaySummary summarize(const Replay& r, const std::vector<TraceJob>& jobs) {
   ReplaySummary s;

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "topoaware/mapper/layout.h"
@@ -100,6 +101,30 @@ TEST(Replay, PartsOfAHostArePackedBestFit) {
   ASSERT_EQ(r.jobs.size(), 4u);
   const std::vector<std::vector<std::uint32_t>> want = {{0}, {0}, {1}, {0}};
   for (const JobOutcome& o : r.jobs) EXPECT_EQ(o.placed_on, want[o.job]) << jobs[o.job].id;
+}
+
+// GPUs held over time, worked by hand on the 64-GPU cluster: a 2-host job holds 16 GPUs for
+// 0-100, a 4-GPU part of a host 10-60 and a 12-GPU job (two whole hosts: 16 held, since no one
+// else can use the rest) 20-30. Fragmentation is sampled once per start.
+TEST(Replay, UtilisationAndFragmentationOverTime) {
+  const std::vector<TraceJob> jobs = {{"a", 0, 100, 16}, {"b", 10, 50, 4}, {"c", 20, 10, 12}};
+  Cluster c = small();
+  const Replay r = run(c, jobs, Placer::kTree);
+  const std::vector<std::pair<double, double>> want = {
+      {0, 16.0 / 64}, {10, 20.0 / 64}, {20, 36.0 / 64}, {30, 20.0 / 64}, {60, 16.0 / 64},
+      {100, 0}};
+  EXPECT_EQ(utilisation_over_time(r, jobs, 8), want);
+  ASSERT_EQ(r.fragmentation_over_time.size(), 3u);
+  EXPECT_EQ(r.fragmentation_over_time[0].first, 0);
+  EXPECT_EQ(r.fragmentation_over_time[1].first, 10);
+  EXPECT_EQ(r.fragmentation_over_time[2].first, 20);
+  double sum = 0;
+  for (const auto& [t, f] : r.fragmentation_over_time) {
+    EXPECT_GE(f, 0);
+    EXPECT_LE(f, 1);
+    sum += f;
+  }
+  EXPECT_DOUBLE_EQ(sum, r.fragmentation_sum);
 }
 
 TEST(Replay, SwitchesWaitBelongsToThePlacer) {

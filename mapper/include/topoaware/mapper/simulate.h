@@ -29,6 +29,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "topoaware/mapper/trace.h"
@@ -104,7 +105,17 @@ struct Replay {
   // fragmentation() of the wholly free hosts right after each start, summed, and the count.
   double fragmentation_sum = 0;
   std::size_t fragmentation_samples = 0;
+  // The same samples over time: (start time, fragmentation right after it), in start order.
+  std::vector<std::pair<double, double>> fragmentation_over_time;
 };
+
+// The share of the cluster's GPUs held by running jobs over time, as a step function: (time,
+// share from then on), one point per instant at which jobs start or end, in time order, the
+// last one 0 at the last end. A job holds the GPUs it asked for on a part of a host, and every
+// GPU of the whole hosts it took otherwise (what no other job could use).
+std::vector<std::pair<double, double>> utilisation_over_time(const Replay& r,
+                                                             const std::vector<TraceJob>& jobs,
+                                                             int gpus_per_host);
 
 // Replays `jobs` (submit order) on the cluster under `placer`. `model` may be shared between
 // placers of one cluster (its cache then serves them all). Throws Error for a fabric without
