@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <memory>
@@ -13,9 +14,12 @@
 #include <ostream>
 #include <sstream>
 #include <string>
+#include <system_error>
+#include <utility>
 #include <vector>
 
 #include "cli.h"
+#include "svg_chart.h"
 #include "text_table.h"
 #include "topoaware/mapper/layout.h"
 #include "topoaware/mapper/simulate.h"
@@ -43,6 +47,7 @@ struct SimulateOptions {
   std::string format = "text";
   std::string output;
   std::string per_job;  // CSV of every job's outcome under every placer
+  std::string svg_dir;  // pictures: CDFs of wait and slowdown, utilisation and fragmentation
 };
 
 std::string read_text(const std::string& path) {
@@ -93,6 +98,57 @@ struct Result {
   mapper::ReplaySummary summary;
   double wall_s = 0;
 };
+
+// What the pictures need of one placer's replay.
+struct Curves {
+  std::string placer;
+  std::vector<double> waits, slowdowns;                      // every job; multi-host jobs
+  std::vector<std::pair<double, double>> utilisation, frag;  // over days since the first submit
+};
+
+Curves curves_of(mapper::Placer p, const mapper::Replay& r,
+                 const std::vector<mapper::TraceJob>& jobs, int gpus_per_host) {
+  Curves c;
+  c.placer = std::string(mapper::to_string(p));
+  for (const mapper::JobOutcome& o : r.jobs) {
+    c.waits.push_back(o.start - jobs[o.job].submit);
+    if (o.hosts > 1) c.slowdowns.push_back(o.slowdown);
+  }
+  auto days = [&](double t) { return (t - r.first_submit) / 86400; };
+  for (const auto& [t, u] : mapper::utilisation_over_time(r, jobs, gpus_per_host)) {
+    c.utilisation.emplace_back(days(t), u);
+  }
+  for (const auto& [t, f] : r.fragmentation_over_time) c.frag.emplace_back(days(t), f);
+  return c;
+}
+
+// The four pictures, one line per placer, into `dir` (made if absent).
+void write_svgs(const std::string& dir, const std::string& what, const std::vector<Curves>& all) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw topology::Error(topology::ErrorCode::kSystem, dir, "cannot make: " + ec.message());
+  Chart wait{"Wait of every job: " + what, "wait (s, log scale; no wait at the left edge)",
+             "share of jobs", true, true, 1, 0, 0, 1, {}};
+  Chart slow{"Modeled slowdown of multi-host jobs: " + what,
+             "slowdown against the best allocation of an empty cluster", "share of jobs", false,
+             true, 0, 0, 0, 1, {}};
+  Chart util{"GPUs held by running jobs: " + what, "days since the first submit",
+             "share of the cluster's GPUs", false, true, 0, 0, 0, 1, {}};
+  Chart frag{"Fragmentation of the free hosts after each start: " + what,
+             "days since the first submit", "fragmentation (docs/placement.md)", false, true, 0, 0,
+             0, 1, {}};
+  for (const Curves& c : all) {
+    wait.series.push_back({c.placer, cdf_points(c.waits)});
+    slow.series.push_back({c.placer, cdf_points(c.slowdowns)});
+    util.series.push_back({c.placer, c.utilisation});
+    frag.series.push_back({c.placer, c.frag});
+  }
+  const std::filesystem::path d(dir);
+  write_output((d / "wait-cdf.svg").string(), svg_chart(wait));
+  write_output((d / "slowdown-cdf.svg").string(), svg_chart(slow));
+  write_output((d / "utilisation.svg").string(), svg_chart(util));
+  write_output((d / "fragmentation.svg").string(), svg_chart(frag));
+}
 
 // One line per job and placer, in trace order within a placer.
 void write_per_job(std::ostream& out, mapper::Placer placer, const mapper::Replay& r,
@@ -217,6 +273,7 @@ void run(const SimulateOptions& o, const Common& common) {
   ro.comm_fraction = o.comm_fraction;
   ro.switch_wait_s = o.switch_wait_s;
   std::vector<Result> results;
+  std::vector<Curves> curves;
   std::ostringstream per_job;
   per_job << "placer,job,submit,gpus,start,end,hosts,leaves,slowdown\n";
   for (mapper::Placer p : placers) {
@@ -234,8 +291,14 @@ void run(const SimulateOptions& o, const Common& common) {
                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()};
     results.push_back(res);
     if (!o.per_job.empty()) write_per_job(per_job, p, r, trace.jobs);
+    if (!o.svg_dir.empty()) curves.push_back(curves_of(p, r, trace.jobs, o.gpus_per_host));
   }
   if (!o.per_job.empty()) write_output(o.per_job, per_job.str());
+  if (!o.svg_dir.empty()) {
+    const std::string what = std::to_string(trace.jobs.size()) + " jobs on " +
+                             std::to_string(fabric.hosts.size()) + " hosts";
+    write_svgs(o.svg_dir, what, curves);
+  }
   const std::string out = o.format == "json"
                               ? render_json(o, fabric, trace, trace.jobs.size(), results, model)
                               : render_text(o, fabric, trace, trace.jobs.size(), results, model);
@@ -292,6 +355,9 @@ void add_simulate(CLI::App& app, Common& common) {
   sub->add_option("--per-job", o->per_job,
                   "Also write every job's start, end, hosts, leaves and slowdown per placer to "
                   "this CSV file");
+  sub->add_option("--svg", o->svg_dir,
+                  "Also draw wait-cdf.svg, slowdown-cdf.svg, utilisation.svg and "
+                  "fragmentation.svg into this folder, one line per placer");
   sub->callback([o, &common] { run(*o, common); });
 }
 

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli/cli_support.h"
@@ -133,6 +134,66 @@ TEST(SimulateCli, SacctExportReplaysItsJobsAndCountsWhatItSkips) {
             "placer,job,submit,gpus,start,end,hosts,leaves,slowdown\n"
             "tree,100,0,16,0,7200,2,1,1.0000\n"
             "tree,101,1800,8,1800,2400,1,1,1.0000\n");
+}
+
+// The points of each polyline of an SVG chart, by its data-name: (x, y) in SVG units.
+std::map<std::string, std::vector<std::pair<double, double>>> polylines(const std::string& svg) {
+  std::map<std::string, std::vector<std::pair<double, double>>> out;
+  for (std::size_t at = svg.find("<polyline"); at != std::string::npos;
+       at = svg.find("<polyline", at + 1)) {
+    const std::size_t n = svg.find("data-name=\"", at) + 11;
+    const std::string name = svg.substr(n, svg.find('"', n) - n);
+    const std::size_t p = svg.find("points=\"", at) + 8;
+    std::istringstream pts(svg.substr(p, svg.find('"', p) - p));
+    std::string xy;
+    while (pts >> xy) {
+      const std::size_t comma = xy.find(',');
+      out[name].emplace_back(std::stod(xy.substr(0, comma)), std::stod(xy.substr(comma + 1)));
+    }
+  }
+  return out;
+}
+
+TEST(SimulateCli, SvgPicturesDrawOneLinePerPlacer) {
+  const std::string dir = test::scratch("svg");
+  CliRun r = cli(kRun + "--svg '" + dir + "'");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  for (const char* file : {"wait-cdf.svg", "slowdown-cdf.svg", "utilisation.svg",
+                           "fragmentation.svg"}) {
+    SCOPED_TRACE(file);
+    const std::string svg = test::slurp(dir + "/" + file);
+    ASSERT_EQ(svg.rfind("<svg xmlns=\"http://www.w3.org/2000/svg\"", 0), 0u) << svg.substr(0, 80);
+    EXPECT_EQ(svg.substr(svg.size() - 7), "</svg>\n");
+    const auto lines = polylines(svg);
+    ASSERT_EQ(lines.size(), 4u);
+    for (const char* placer : {"flat", "tree", "tree-switches", "place"}) {
+      ASSERT_TRUE(lines.count(placer)) << placer;
+      ASSERT_FALSE(lines.at(placer).empty()) << placer;
+      for (const auto& [x, y] : lines.at(placer)) {  // inside the plot area (80-760, 50-480)
+        EXPECT_GE(x, 80);
+        EXPECT_LE(x, 760);
+        EXPECT_GE(y, 50);
+        EXPECT_LE(y, 480);
+      }
+    }
+    // A CDF ends at share 1 (the top of the plot area); the GPUs held end at 0 (the bottom).
+    const std::string f = file;
+    if (f != "fragmentation.svg") {
+      for (const auto& [placer, pts] : lines) {
+        EXPECT_DOUBLE_EQ(pts.back().second, f == "utilisation.svg" ? 480.0 : 50.0) << placer;
+      }
+    }
+  }
+  // tree-switches makes j01 wait 300 s: its wait CDF starts lower than tree's (fewer jobs wait
+  // nothing: 15 of 20 against 16), so its first point sits lower on the plot (larger y).
+  const auto wait = polylines(test::slurp(dir + "/wait-cdf.svg"));
+  EXPECT_GT(wait.at("tree-switches").front().second, wait.at("tree").front().second);
+  // A folder that cannot be made is named.
+  const std::string file = test::scratch("not-a-folder");
+  { std::ofstream(file) << "x"; }
+  r = cli(kRun + "--svg '" + file + "/pictures'");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find(file + "/pictures"), std::string::npos) << r.err;
 }
 
 TEST(SimulateCli, BadTraceIsNamedByFileAndLine) {
