@@ -224,6 +224,16 @@ class Cluster {
   void give(const std::vector<std::uint32_t>& hosts, int gpus_each) { adjust(hosts, gpus_each); }
 
   // The leaves a host set touches, and the share of its hosts in the fullest one.
+  // Groups of the grouping level above the leaves (spines, pods) the hosts touch; 1 where the
+  // fabric has no such level.
+  std::size_t spines(const std::vector<std::uint32_t>& hosts) const {
+    if (levels_.size() < 2 || hosts.empty()) return 1;
+    std::vector<std::uint32_t> g;
+    for (std::uint32_t h : hosts) g.push_back(fabric_.levels[levels_[1]].group_of_host[h]);
+    std::sort(g.begin(), g.end());
+    return static_cast<std::size_t>(std::unique(g.begin(), g.end()) - g.begin());
+  }
+
   std::pair<std::size_t, double> leaves(const std::vector<std::uint32_t>& hosts) const {
     if (levels_.empty() || hosts.empty()) return {1, 1.0};
     std::vector<std::uint32_t> g;
@@ -334,6 +344,7 @@ Replay replay(const topology::Fabric& fabric, const topology::NodeTopology& node
     o.hosts = static_cast<std::uint32_t>(hosts.size());
     o.placed_on = hosts;
     std::tie(o.leaves, o.locality) = cluster.leaves(hosts);
+    o.spines = cluster.spines(hosts);
     o.slowdown = hosts.size() > 1 ? model.slowdown(hosts) : 1.0;
     const double run = job.duration * (1 + options.comm_fraction * (o.slowdown - 1));
     o.end = now + run;
@@ -484,7 +495,7 @@ ReplaySummary summarize(const Replay& r, const std::vector<TraceJob>& jobs) {
   s.jobs = r.jobs.size();
   s.too_large = r.too_large;
   std::vector<double> wait, jct, slow;
-  double leaves = 0, locality = 0;
+  double leaves = 0, spines = 0, locality = 0;
   for (const JobOutcome& o : r.jobs) {
     const double submit = jobs[o.job].submit;
     wait.push_back(o.start - submit);
@@ -493,6 +504,7 @@ ReplaySummary summarize(const Replay& r, const std::vector<TraceJob>& jobs) {
       ++s.multi_host;
       slow.push_back(o.slowdown);
       leaves += static_cast<double>(o.leaves);
+      spines += static_cast<double>(o.spines);
       locality += o.locality;
     }
   }
@@ -504,6 +516,7 @@ ReplaySummary summarize(const Replay& r, const std::vector<TraceJob>& jobs) {
     s.slowdown_median = percentile(slow, 0.5);
     s.slowdown_p95 = percentile(slow, 0.95);
     s.leaves_mean = leaves / static_cast<double>(slow.size());
+    s.spines_mean = spines / static_cast<double>(slow.size());
     s.locality_mean = locality / static_cast<double>(slow.size());
   }
   s.makespan_s = r.last_end - r.first_submit;

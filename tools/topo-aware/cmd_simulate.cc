@@ -160,11 +160,11 @@ void write_per_job(std::ostream& out, mapper::Placer placer, const mapper::Repla
     out << mapper::to_string(placer) << ',' << jobs[i].id << ',' << fixed(jobs[i].submit, 0) << ','
         << jobs[i].gpus << ',';
     if (o == nullptr) {
-      out << ",,,,\n";
+      out << ",,,,,\n";
       continue;
     }
     out << fixed(o->start, 0) << ',' << fixed(o->end, 0) << ',' << o->hosts << ',' << o->leaves
-        << ',' << fixed(o->slowdown, 4) << '\n';
+        << ',' << o->spines << ',' << fixed(o->slowdown, 4) << '\n';
   }
 }
 
@@ -185,19 +185,21 @@ std::string render_text(const SimulateOptions& o, const topology::Fabric& f,
   }
   std::vector<std::vector<std::string>> rows = {
       {"placer", "jobs", "multi-host", "wait med", "wait p95", "JCT med", "JCT p95", "slowdown med",
-       "slowdown p95", "leaves/job", "locality", "util", "frag", "wall"}};
+       "slowdown p95", "leaves/job", "spines/job", "locality", "util", "frag", "wall"}};
   for (const Result& r : results) {
     const mapper::ReplaySummary& s = r.summary;
     rows.push_back({std::string(mapper::to_string(r.placer)), std::to_string(s.jobs),
                     std::to_string(s.multi_host), duration(s.wait_median_s), duration(s.wait_p95_s),
                     duration(s.jct_median_s), duration(s.jct_p95_s), fixed(s.slowdown_median, 4),
-                    fixed(s.slowdown_p95, 4), fixed(s.leaves_mean, 2), fixed(s.locality_mean, 3),
+                    fixed(s.slowdown_p95, 4), fixed(s.leaves_mean, 2), fixed(s.spines_mean, 2),
+                    fixed(s.locality_mean, 3),
                     fixed(s.utilisation * 100, 1) + "%", fixed(s.fragmentation_mean, 3),
                     fixed(r.wall_s, 1) + " s"});
   }
   out << text_table(rows);
   out << "slowdown: modeled exposed communication of multi-host jobs against the best "
-         "allocation of an empty cluster; leaves/job and locality (the share of a job's hosts in "
+         "allocation of an empty cluster; leaves/job, spines/job (groups of the level above the "
+         "leaves) and locality (the share of a job's hosts in "
          "its fullest leaf): of multi-host jobs; frag: fragmentation "
          "of the free hosts after each start, averaged; "
       << model.evaluations() << " model evaluations, " << model.cache_hits() << " cache hits\n";
@@ -233,6 +235,7 @@ std::string render_json(const SimulateOptions& o, const topology::Fabric& f,
     p["jct_s"] = {{"median", s.jct_median_s}, {"p95", s.jct_p95_s}};
     p["slowdown_multi_host"] = {{"median", s.slowdown_median}, {"p95", s.slowdown_p95}};
     p["leaves_per_multi_host_job"] = s.leaves_mean;
+    p["spines_per_multi_host_job"] = s.spines_mean;
     p["locality_multi_host"] = s.locality_mean;
     p["utilisation"] = s.utilisation;
     p["fragmentation_mean"] = s.fragmentation_mean;
@@ -275,7 +278,7 @@ void run(const SimulateOptions& o, const Common& common) {
   std::vector<Result> results;
   std::vector<Curves> curves;
   std::ostringstream per_job;
-  per_job << "placer,job,submit,gpus,start,end,hosts,leaves,slowdown\n";
+  per_job << "placer,job,submit,gpus,start,end,hosts,leaves,spines,slowdown\n";
   for (mapper::Placer p : placers) {
     const auto t0 = std::chrono::steady_clock::now();
     if (!common.quiet) {
@@ -353,7 +356,7 @@ void add_simulate(CLI::App& app, Common& common) {
       ->capture_default_str();
   sub->add_option("-o,--output", o->output, "Write to this file instead of stdout");
   sub->add_option("--per-job", o->per_job,
-                  "Also write every job's start, end, hosts, leaves and slowdown per placer to "
+                  "Also write every job's start, end, hosts, leaves, spines and slowdown per placer to "
                   "this CSV file");
   sub->add_option("--svg", o->svg_dir,
                   "Also draw wait-cdf.svg, slowdown-cdf.svg, utilisation.svg and "

@@ -131,9 +131,9 @@ TEST(SimulateCli, SacctExportReplaysItsJobsAndCountsWhatItSkips) {
   EXPECT_EQ(j["skipped"]["no_gpu"], 1);
   EXPECT_EQ(j["placers"][0]["multi_host_jobs"], 1);
   EXPECT_EQ(test::slurp(per_job),
-            "placer,job,submit,gpus,start,end,hosts,leaves,slowdown\n"
-            "tree,100,0,16,0,7200,2,1,1.0000\n"
-            "tree,101,1800,8,1800,2400,1,1,1.0000\n");
+            "placer,job,submit,gpus,start,end,hosts,leaves,spines,slowdown\n"
+            "tree,100,0,16,0,7200,2,1,1,1.0000\n"
+            "tree,101,1800,8,1800,2400,1,1,1,1.0000\n");
 }
 
 // The points of each polyline of an SVG chart, by its data-name: (x, y) in SVG units.

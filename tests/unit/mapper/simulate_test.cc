@@ -127,6 +127,28 @@ TEST(Replay, UtilisationAndFragmentationOverTime) {
   EXPECT_DOUBLE_EQ(sum, r.fragmentation_sum);
 }
 
+// Spread over two levels: on 8 hosts in 4 leaves of 2 and 2 pods of 2 leaves, flat gives a
+// 6-host job hosts 0-5 (the first of one free run): 3 leaves in 2 pods; tree puts a 2-host job
+// in one leaf, so one pod.
+TEST(Replay, LeavesAndSpinesPerJob) {
+  FatTreeSpec spec;
+  spec.hosts = 8;
+  spec.hosts_per_leaf = 2;
+  spec.leaves_per_pod = 2;
+  Cluster c{make_fat_tree(spec)};
+  const Replay flat = run(c, {{"a", 0, 100, 48}}, Placer::kFlat);
+  ASSERT_EQ(flat.jobs.size(), 1u);
+  EXPECT_EQ(flat.jobs[0].placed_on, (std::vector<std::uint32_t>{0, 1, 2, 3, 4, 5}));
+  EXPECT_EQ(flat.jobs[0].leaves, 3u);
+  EXPECT_EQ(flat.jobs[0].spines, 2u);
+  const Replay tree = run(c, {{"b", 0, 100, 16}}, Placer::kTree);
+  ASSERT_EQ(tree.jobs.size(), 1u);
+  EXPECT_EQ(tree.jobs[0].leaves, 1u);
+  EXPECT_EQ(tree.jobs[0].spines, 1u);
+  const std::vector<TraceJob> jobs = {{"a", 0, 100, 48}};
+  EXPECT_DOUBLE_EQ(summarize(flat, jobs).spines_mean, 2.0);
+}
+
 TEST(Replay, SwitchesWaitBelongsToThePlacer) {
   // A and B leave one host in each leaf (flat packs them into hosts 0-5 and leaves 6-7 in one
   // leaf). C (2 hosts) spreads at once under tree and place; with --switches=1@300 it waits for

@@ -91,6 +91,7 @@ struct JobOutcome {
   std::uint32_t hosts = 0;               // hosts it ran on (1 for a part of one)
   std::vector<std::uint32_t> placed_on;  // those hosts (fabric indexes, ascending)
   std::size_t leaves = 0;                // innermost groups (leaves) its hosts touch
+  std::size_t spines = 1;                // groups of the level above (spines, pods) they touch
   double locality = 1;                   // share of its hosts in its fullest leaf
   double slowdown = 1;                   // modeled (SlowdownModel); 1 for single-host jobs
 };
@@ -131,6 +132,7 @@ struct ReplaySummary {
   double jct_median_s = 0, jct_p95_s = 0;        // completion time: end - submit
   double slowdown_median = 1, slowdown_p95 = 1;  // multi-host jobs
   double leaves_mean = 0;                        // multi-host jobs
+  double spines_mean = 0;                        // multi-host jobs
   double locality_mean = 1;  // multi-host jobs: share of the hosts in the fullest leaf
   double utilisation = 0;    // gpu_seconds / (capacity x (last end - first submit))
   double fragmentation_mean = 0;
