@@ -42,6 +42,7 @@ struct SimulateOptions {
   std::vector<std::string> placers = {"flat", "tree", "tree-switches", "place"};
   double comm_fraction = 0.3;
   double switch_wait_s = 300;
+  double load = 1;  // submit times divided by this: the same jobs arrive this many times as fast
   std::uint64_t seed = 1;
   std::size_t limit = 0;
   std::string format = "text";
@@ -174,7 +175,8 @@ std::string render_text(const SimulateOptions& o, const topology::Fabric& f,
   std::ostringstream out;
   out << "topo-aware simulate: " << replayed << " jobs of " << o.trace << " on " << f.hosts.size()
       << " hosts x " << o.gpus_per_host << " GPUs (" << f.source << "), comm fraction "
-      << fixed(o.comm_fraction, 2) << "\n";
+      << fixed(o.comm_fraction, 2) << (o.load != 1 ? ", load x" + fixed(o.load, 2) : "")
+      << "\n";
   if (trace.steps_skipped + trace.unfinished_skipped + trace.no_gpu_skipped > 0) {
     out << "skipped: " << trace.steps_skipped << " job steps, " << trace.unfinished_skipped
         << " unfinished jobs, " << trace.no_gpu_skipped << " jobs without GPUs\n";
@@ -220,6 +222,7 @@ std::string render_json(const SimulateOptions& o, const topology::Fabric& f,
   j["gpus_per_host"] = o.gpus_per_host;
   j["comm_fraction"] = o.comm_fraction;
   j["switch_wait_s"] = o.switch_wait_s;
+  j["load"] = o.load;
   j["seed"] = o.seed;
   j["model_evaluations"] = model.evaluations();
   j["model_cache_hits"] = model.cache_hits();
@@ -251,6 +254,7 @@ void run(const SimulateOptions& o, const Common& common) {
   if (o.comm_fraction < 0 || o.comm_fraction > 1) {
     throw UsageError("--comm-fraction must be in [0, 1]");
   }
+  if (!(o.load > 0) || o.load > 1e6) throw UsageError("--load must be above 0 (and at most 1e6)");
   std::vector<mapper::Placer> placers;
   for (const std::string& p : o.placers) {
     try {
@@ -265,6 +269,9 @@ void run(const SimulateOptions& o, const Common& common) {
                                          : mapper::trace_format_from(o.trace_format);
   mapper::Trace trace = mapper::read_trace(text, o.trace, format);
   if (o.limit > 0 && trace.jobs.size() > o.limit) trace.jobs.resize(o.limit);
+  // A fabric is the size it is: --load raises the offered load instead, for a trace too light
+  // for it. Run times stay as they were.
+  for (mapper::TraceJob& j : trace.jobs) j.submit /= o.load;
   const topology::Fabric fabric = fabric_of(o);
   if (fabric.hosts.empty()) {
     throw topology::Error(topology::ErrorCode::kBadInput, fabric.source, "the fabric has no host");
@@ -348,6 +355,11 @@ void add_simulate(CLI::App& app, Common& common) {
       ->capture_default_str();
   sub->add_option("--switch-wait", o->switch_wait_s,
                   "tree-switches: seconds a job waits for one leaf (--switches=1@T)")
+      ->capture_default_str();
+  sub->add_option("--load", o->load,
+                  "Offered load factor: submit times are divided by it, so the trace's jobs "
+                  "arrive this many times as fast (run times unchanged); for a fabric the trace "
+                  "is too light for")
       ->capture_default_str();
   sub->add_option("--seed", o->seed, "Seed of the synthetic fabric")->capture_default_str();
   sub->add_option("--limit", o->limit, "Replay only the first N jobs (0: all)");

@@ -196,6 +196,23 @@ TEST(SimulateCli, SvgPicturesDrawOneLinePerPlacer) {
   EXPECT_NE(r.err.find(file + "/pictures"), std::string::npos) << r.err;
 }
 
+TEST(SimulateCli, LoadDividesSubmitTimes) {
+  const std::string per_job = test::scratch("load-per-job.csv");
+  CliRun r = cli(kRun + "--placers tree --load 2 --of json --per-job '" + per_job + "'");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["load"], 2.0);
+  // j03 was submitted at 2 s, j04 at 3 s: now at 1 s and 1.5 s (printed to the second).
+  const std::string csv = test::slurp(per_job);
+  EXPECT_NE(csv.find("\ntree,j03,1,16,"), std::string::npos) << csv;
+  r = cli(kRun + "--placers tree --load 2");
+  EXPECT_NE(r.out.find("comm fraction 0.00, load x2.00"), std::string::npos) << r.out;
+  for (const char* bad : {"0", "-1", "nan"}) {
+    r = cli(kRun + "--load " + bad);
+    EXPECT_EQ(r.rc, 2) << bad;
+    EXPECT_NE(r.err.find("--load"), std::string::npos) << r.err;
+  }
+}
+
 TEST(SimulateCli, BadTraceIsNamedByFileAndLine) {
   const std::string bad = test::scratch("bad-trace.csv");
   {
