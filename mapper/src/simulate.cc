@@ -44,6 +44,24 @@ Placer placer_from(std::string_view name) {
 
 // ---- SlowdownModel -------------------------------------------------------------------------
 
+namespace {
+
+// A job of `hosts` whole hosts with the layout layout_for() gives, on an empty cluster.
+PlaceInput input_for(const topology::Fabric& fabric, const topology::NodeTopology& node,
+                     int gpus_per_host, long long refine_moves, std::uint32_t hosts) {
+  PlaceInput in;
+  in.free_gpus.assign(fabric.hosts.size(), gpus_per_host);
+  in.nodes.assign(fabric.hosts.size(), &node);
+  in.gpus_per_host = gpus_per_host;
+  in.hosts = hosts;
+  in.request.layout = parse_layout(SlowdownModel::layout_for(hosts, gpus_per_host),
+                                   static_cast<int>(hosts) * gpus_per_host);
+  in.request.refine_moves = refine_moves;
+  return in;
+}
+
+}  // namespace
+
 SlowdownModel::SlowdownModel(const topology::Fabric& fabric, const topology::NodeTopology& node,
                              int gpus_per_host, long long refine_moves)
     : fabric_(&fabric),
@@ -92,28 +110,62 @@ double SlowdownModel::slowdown(const std::vector<std::uint32_t>& hosts) {
     ++hits_;
     return it->second;
   }
-  PlaceInput in;
-  in.free_gpus.assign(fabric_->hosts.size(), gpus_per_host_);
-  in.nodes.assign(fabric_->hosts.size(), node_);
-  in.gpus_per_host = gpus_per_host_;
-  in.hosts = n;
-  in.request.layout =
-      parse_layout(layout_for(n, gpus_per_host_), static_cast<int>(n) * gpus_per_host_);
-  in.request.refine_moves = refine_moves_;
+  const double best = best_seconds(n);
+  const PlaceInput in = input_for(*fabric_, *node_, gpus_per_host_, refine_moves_, n);
+  const double seconds = score_allocation(*fabric_, in, hosts).seconds;
+  ++evaluations_;
+  const double s = best > 0 ? std::max(1.0, seconds / best) : 1.0;
+  slowdowns_.emplace(std::move(key), s);
+  return s;
+}
+
+double SlowdownModel::best_seconds(std::uint32_t n) {
   auto best = best_.find(n);
   if (best == best_.end()) {
-    const Placement p = place(*fabric_, in);
+    const Placement p =
+        place(*fabric_, input_for(*fabric_, *node_, gpus_per_host_, refine_moves_, n));
     if (!p.placed)
       throw Error("simulate: no empty-cluster placement of " + std::to_string(n) +
                   " hosts: " + p.reason);
     best = best_.emplace(n, p.chosen.seconds).first;
     ++evaluations_;
   }
-  const double seconds = score_allocation(*fabric_, in, hosts).seconds;
+  return best->second;
+}
+
+double SlowdownModel::leaf_uplink_gbps(std::uint32_t group) const {
+  if (levels_.empty()) return 0;
+  const topology::LocalityLevel& lv = fabric_->levels[levels_.front()];
+  if (group >= lv.group_uplink_gbps.size()) return 0;
+  if (group < lv.group_uplink_assumed.size() && lv.group_uplink_assumed[group]) {
+    // As the mapper sizes it (machine.cc, sized_uplinks): down over the declared ratio.
+    const auto it = fabric_->declared_oversubscription.find(lv.tier);
+    const double ratio =
+        it != fabric_->declared_oversubscription.end() && it->second >= 1 ? it->second : 1.0;
+    return group < lv.group_downlink_gbps.size() ? lv.group_downlink_gbps[group] / ratio : 0;
+  }
+  return lv.group_uplink_gbps[group];
+}
+
+double SlowdownModel::slowdown_sharing(const std::vector<std::uint32_t>& hosts,
+                                       const std::map<std::uint32_t, double>& leaf_share) {
+  const auto n = static_cast<std::uint32_t>(hosts.size());
+  if (n <= 1) return 1;
+  if (levels_.empty()) return slowdown(hosts);
+  // The fabric with the shared uplinks cut: given, no longer sized, capacities.
+  topology::Fabric cut = *fabric_;
+  topology::LocalityLevel& lv = cut.levels[levels_.front()];
+  for (const auto& [group, share] : leaf_share) {
+    const double cap = leaf_uplink_gbps(group);
+    if (cap <= 0 || group >= lv.group_uplink_gbps.size()) continue;
+    lv.group_uplink_gbps[group] = cap * std::clamp(share, 1e-3, 1.0);
+    if (group < lv.group_uplink_assumed.size()) lv.group_uplink_assumed[group] = 0;
+  }
+  const double best = best_seconds(n);
+  const PlaceInput in = input_for(cut, *node_, gpus_per_host_, refine_moves_, n);
+  const double seconds = score_allocation(cut, in, hosts).seconds;
   ++evaluations_;
-  const double s = best->second > 0 ? std::max(1.0, seconds / best->second) : 1.0;
-  slowdowns_.emplace(std::move(key), s);
-  return s;
+  return best > 0 ? std::max(1.0, seconds / best) : 1.0;
 }
 
 // ---- replay ----------------------------------------------------------------------------------
@@ -138,6 +190,9 @@ class Cluster {
         by_free_(static_cast<std::size_t>(g_) + 1, 0),
         slurm_nodes_(slurm::nodes_of(fabric)),
         levels_(group_levels(fabric)) {
+    if (!levels_.empty()) {
+      crossing_gbps_.assign(fabric.levels[levels_.front()].group_uplink_gbps.size(), 0.0);
+    }
     for (std::size_t h = 0; h < fabric.hosts.size(); ++h) {
       usable_.push_back(fabric.hosts[h].excluded ? 0 : 1);
       if (usable_[h]) {
@@ -223,7 +278,6 @@ class Cluster {
   void take(const std::vector<std::uint32_t>& hosts, int gpus_each) { adjust(hosts, -gpus_each); }
   void give(const std::vector<std::uint32_t>& hosts, int gpus_each) { adjust(hosts, gpus_each); }
 
-  // The leaves a host set touches, and the share of its hosts in the fullest one.
   // Groups of the grouping level above the leaves (spines, pods) the hosts touch; 1 where the
   // fabric has no such level.
   std::size_t spines(const std::vector<std::uint32_t>& hosts) const {
@@ -232,6 +286,36 @@ class Cluster {
     for (std::uint32_t h : hosts) g.push_back(fabric_.levels[levels_[1]].group_of_host[h]);
     std::sort(g.begin(), g.end());
     return static_cast<std::size_t>(std::unique(g.begin(), g.end()) - g.begin());
+  }
+
+  // The load other jobs put on leaf uplinks (ReplayOptions::contention): `sign` +1 when a job
+  // starts, -1 when it ends; only jobs that span leaves count.
+  void cross(const std::vector<std::uint32_t>& hosts, double sign) {
+    if (levels_.empty() || leaves(hosts).first < 2) return;
+    const auto& group = fabric_.levels[levels_.front()].group_of_host;
+    for (std::uint32_t h : hosts) {
+      double& c = crossing_gbps_[group[h]];
+      c = std::max(0.0, c + sign * host_gbps(h));
+    }
+  }
+
+  // The share of each leaf's uplink left to a job on `hosts` that spans leaves, for the leaves
+  // where it is less than all of it; empty where the job is in one leaf or nothing contends.
+  std::map<std::uint32_t, double> shares(const std::vector<std::uint32_t>& hosts,
+                                         const SlowdownModel& model, double comm_fraction) const {
+    std::map<std::uint32_t, double> out;
+    if (levels_.empty() || leaves(hosts).first < 2) return out;
+    const auto& group = fabric_.levels[levels_.front()].group_of_host;
+    std::map<std::uint32_t, double> demand;  // this job's hosts' port capacity per leaf
+    for (std::uint32_t h : hosts) demand[group[h]] += host_gbps(h);
+    for (const auto& [g, mine] : demand) {
+      const double others = comm_fraction * crossing_gbps_[g];
+      const double cap = model.leaf_uplink_gbps(g);
+      if (cap <= 0 || others <= 0 || mine + others <= cap) continue;
+      const double share = std::max(1 - others / cap, mine / (mine + others));
+      if (share < 1) out[g] = share;
+    }
+    return out;
   }
 
   std::pair<std::size_t, double> leaves(const std::vector<std::uint32_t>& hosts) const {
@@ -257,6 +341,12 @@ class Cluster {
   }
 
  private:
+  double host_gbps(std::uint32_t h) const {
+    double sum = 0;
+    for (double g : fabric_.hosts[h].port_gbps) sum += g;
+    return sum;
+  }
+
   void adjust(const std::vector<std::uint32_t>& hosts, int delta) {
     for (std::uint32_t h : hosts) {
       --by_free_[static_cast<std::size_t>(free_[h])];
@@ -278,6 +368,7 @@ class Cluster {
   std::vector<slurm::Node> slurm_nodes_;
   std::vector<slurm::Switch> switches_;
   std::vector<std::size_t> levels_;
+  std::vector<double> crossing_gbps_;  // per leaf group: port capacity of running jobs that span
 };
 
 // The head's reservation: free GPUs per host projected to the shadow time, and whether the
@@ -345,7 +436,13 @@ Replay replay(const topology::Fabric& fabric, const topology::NodeTopology& node
     o.placed_on = hosts;
     std::tie(o.leaves, o.locality) = cluster.leaves(hosts);
     o.spines = cluster.spines(hosts);
-    o.slowdown = hosts.size() > 1 ? model.slowdown(hosts) : 1.0;
+    if (hosts.size() > 1) {
+      std::map<std::uint32_t, double> share;
+      if (options.contention) share = cluster.shares(hosts, model, options.comm_fraction);
+      o.shared = !share.empty();
+      o.slowdown = o.shared ? model.slowdown_sharing(hosts, share) : model.slowdown(hosts);
+      cluster.cross(hosts, +1);
+    }
     const double run = job.duration * (1 + options.comm_fraction * (o.slowdown - 1));
     o.end = now + run;
     ends.emplace(o.end, j);
@@ -432,6 +529,7 @@ Replay replay(const topology::Fabric& fabric, const topology::NodeTopology& node
     while (!ends.empty() && ends.begin()->first <= now) {
       const std::size_t j = ends.begin()->second;
       cluster.give(running[j].hosts, running[j].gpus_each);
+      cluster.cross(running[j].hosts, -1);
       running[j] = {};
       ends.erase(ends.begin());
     }
@@ -505,6 +603,7 @@ ReplaySummary summarize(const Replay& r, const std::vector<TraceJob>& jobs) {
       slow.push_back(o.slowdown);
       leaves += static_cast<double>(o.leaves);
       spines += static_cast<double>(o.spines);
+      s.shared += o.shared ? 1 : 0;
       locality += o.locality;
     }
   }

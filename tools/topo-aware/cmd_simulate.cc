@@ -43,6 +43,7 @@ struct SimulateOptions {
   double comm_fraction = 0.3;
   double switch_wait_s = 300;
   double load = 1;  // submit times divided by this: the same jobs arrive this many times as fast
+  std::string contention = "on";  // other jobs' traffic on a leaf's uplinks
   std::uint64_t seed = 1;
   std::size_t limit = 0;
   std::string format = "text";
@@ -176,7 +177,7 @@ std::string render_text(const SimulateOptions& o, const topology::Fabric& f,
   out << "topo-aware simulate: " << replayed << " jobs of " << o.trace << " on " << f.hosts.size()
       << " hosts x " << o.gpus_per_host << " GPUs (" << f.source << "), comm fraction "
       << fixed(o.comm_fraction, 2) << (o.load != 1 ? ", load x" + fixed(o.load, 2) : "")
-      << "\n";
+      << (o.contention == "on" ? "" : ", no contention between jobs") << "\n";
   if (trace.steps_skipped + trace.unfinished_skipped + trace.no_gpu_skipped > 0) {
     out << "skipped: " << trace.steps_skipped << " job steps, " << trace.unfinished_skipped
         << " unfinished jobs, " << trace.no_gpu_skipped << " jobs without GPUs\n";
@@ -187,23 +188,25 @@ std::string render_text(const SimulateOptions& o, const topology::Fabric& f,
   }
   std::vector<std::vector<std::string>> rows = {
       {"placer", "jobs", "multi-host", "wait med", "wait p95", "JCT med", "JCT p95", "slowdown med",
-       "slowdown p95", "leaves/job", "spines/job", "locality", "util", "frag", "wall"}};
+       "slowdown p95", "shared", "leaves/job", "spines/job", "locality", "util", "frag", "wall"}};
   for (const Result& r : results) {
     const mapper::ReplaySummary& s = r.summary;
     rows.push_back({std::string(mapper::to_string(r.placer)), std::to_string(s.jobs),
                     std::to_string(s.multi_host), duration(s.wait_median_s), duration(s.wait_p95_s),
                     duration(s.jct_median_s), duration(s.jct_p95_s), fixed(s.slowdown_median, 4),
-                    fixed(s.slowdown_p95, 4), fixed(s.leaves_mean, 2), fixed(s.spines_mean, 2),
+                    fixed(s.slowdown_p95, 4), std::to_string(s.shared), fixed(s.leaves_mean, 2),
+                    fixed(s.spines_mean, 2),
                     fixed(s.locality_mean, 3),
                     fixed(s.utilisation * 100, 1) + "%", fixed(s.fragmentation_mean, 3),
                     fixed(r.wall_s, 1) + " s"});
   }
   out << text_table(rows);
   out << "slowdown: modeled exposed communication of multi-host jobs against the best "
-         "allocation of an empty cluster; leaves/job, spines/job (groups of the level above the "
-         "leaves) and locality (the share of a job's hosts in "
-         "its fullest leaf): of multi-host jobs; frag: fragmentation "
-         "of the free hosts after each start, averaged; "
+         "allocation of an empty cluster; shared: multi-host jobs charged for other jobs' "
+         "traffic on their leaves' uplinks (--contention); leaves/job, spines/job (groups of "
+         "the level above the leaves) and locality (the share of a job's hosts in its fullest "
+         "leaf): of multi-host jobs; frag: fragmentation of the free hosts after each start, "
+         "averaged; "
       << model.evaluations() << " model evaluations, " << model.cache_hits() << " cache hits\n";
   return out.str();
 }
@@ -223,6 +226,7 @@ std::string render_json(const SimulateOptions& o, const topology::Fabric& f,
   j["comm_fraction"] = o.comm_fraction;
   j["switch_wait_s"] = o.switch_wait_s;
   j["load"] = o.load;
+  j["contention"] = o.contention == "on";
   j["seed"] = o.seed;
   j["model_evaluations"] = model.evaluations();
   j["model_cache_hits"] = model.cache_hits();
@@ -239,6 +243,7 @@ std::string render_json(const SimulateOptions& o, const topology::Fabric& f,
     p["slowdown_multi_host"] = {{"median", s.slowdown_median}, {"p95", s.slowdown_p95}};
     p["leaves_per_multi_host_job"] = s.leaves_mean;
     p["spines_per_multi_host_job"] = s.spines_mean;
+    p["multi_host_jobs_shared"] = s.shared;
     p["locality_multi_host"] = s.locality_mean;
     p["utilisation"] = s.utilisation;
     p["fragmentation_mean"] = s.fragmentation_mean;
@@ -282,6 +287,7 @@ void run(const SimulateOptions& o, const Common& common) {
   ro.gpus_per_host = o.gpus_per_host;
   ro.comm_fraction = o.comm_fraction;
   ro.switch_wait_s = o.switch_wait_s;
+  ro.contention = o.contention == "on";
   std::vector<Result> results;
   std::vector<Curves> curves;
   std::ostringstream per_job;
@@ -361,6 +367,11 @@ void add_simulate(CLI::App& app, Common& common) {
                   "arrive this many times as fast (run times unchanged); for a fabric the trace "
                   "is too light for")
       ->capture_default_str();
+  sub->add_option("--contention", o->contention,
+                  "Charge a job that spans leaves for other such jobs' traffic on its leaves' "
+                  "uplinks (their hosts at full rate for --comm-fraction of the time)")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
   sub->add_option("--seed", o->seed, "Seed of the synthetic fabric")->capture_default_str();
   sub->add_option("--limit", o->limit, "Replay only the first N jobs (0: all)");
   sub->add_option("--of", o->format, "Output: text or json")
@@ -368,8 +379,8 @@ void add_simulate(CLI::App& app, Common& common) {
       ->capture_default_str();
   sub->add_option("-o,--output", o->output, "Write to this file instead of stdout");
   sub->add_option("--per-job", o->per_job,
-                  "Also write every job's start, end, hosts, leaves, spines and slowdown per placer to "
-                  "this CSV file");
+                  "Also write every job's start, end, hosts, leaves, spines and slowdown per "
+                  "placer to this CSV file");
   sub->add_option("--svg", o->svg_dir,
                   "Also draw wait-cdf.svg, slowdown-cdf.svg, utilisation.svg and "
                   "fragmentation.svg into this folder, one line per placer");

@@ -213,6 +213,23 @@ TEST(SimulateCli, LoadDividesSubmitTimes) {
   }
 }
 
+TEST(SimulateCli, ContentionIsOnByDefaultAndCanBeTurnedOff) {
+  CliRun r = cli(kRun + "--placers flat --of json");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["contention"], true);
+  // --comm-fraction 0: other jobs put no load on an uplink, so nobody shares.
+  EXPECT_EQ(j["placers"][0]["multi_host_jobs_shared"], 0);
+  r = cli(kRun + "--placers flat --of json --contention off");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["contention"], false);
+  r = cli(kRun + "--placers flat --contention off");
+  EXPECT_NE(r.out.find("no contention between jobs"), std::string::npos) << r.out;
+  r = cli(kRun + "--contention maybe");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("--contention"), std::string::npos) << r.err;
+}
+
 TEST(SimulateCli, BadTraceIsNamedByFileAndLine) {
   const std::string bad = test::scratch("bad-trace.csv");
   {

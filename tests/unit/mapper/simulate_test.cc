@@ -149,6 +149,52 @@ TEST(Replay, LeavesAndSpinesPerJob) {
   EXPECT_DOUBLE_EQ(summarize(flat, jobs).spines_mean, 2.0);
 }
 
+// Contention: on 12 hosts in 3 leaves of 4 (4:1: 400 GB/s up a leaf, 400 GB/s a host), flat
+// puts 3, 2, 2 and 2-host jobs on hosts 0-2, 3-4, 5-6 and 7-8. b (3-4) and d (7-8) both cross
+// leaf 1's uplink. b starts first, with no one else across: not shared. d starts next to b's
+// host 4 in leaf 1, whose expected load (0.5 x 400 GB/s) plus d's 400 GB/s exceeds 400: d gets
+// max(1 - 200/400, 400/600) = 2/3 of it and is charged for it. Off, nobody is.
+TEST(Replay, JobsThatSpanLeavesShareTheirUplinks) {
+  FatTreeSpec spec;
+  spec.hosts = 12;
+  spec.hosts_per_leaf = 4;
+  spec.leaf_oversub = 4;
+  Cluster c{make_fat_tree(spec)};
+  const std::vector<TraceJob> jobs = {
+      {"a", 0, 1000, 24}, {"b", 0, 1000, 16}, {"c", 0, 1000, 16}, {"d", 0, 1000, 16}};
+  ReplayOptions o;
+  o.comm_fraction = 0.5;
+  SlowdownModel model(c.fabric, c.node, 8);
+  const Replay on = replay(c.fabric, c.node, jobs, Placer::kFlat, o, model);
+  ASSERT_EQ(on.jobs.size(), 4u);
+  std::vector<const JobOutcome*> by(4);
+  for (const JobOutcome& j : on.jobs) by[j.job] = &j;
+  EXPECT_EQ(by[1]->placed_on, (std::vector<std::uint32_t>{3, 4}));
+  EXPECT_EQ(by[3]->placed_on, (std::vector<std::uint32_t>{7, 8}));
+  EXPECT_FALSE(by[0]->shared);
+  EXPECT_FALSE(by[1]->shared);
+  EXPECT_FALSE(by[2]->shared);  // in one leaf
+  EXPECT_TRUE(by[3]->shared);
+  EXPECT_EQ(summarize(on, jobs).shared, 1u);
+  // Its slowdown is the model's on leaf 1's uplink cut to 2/3: at least the uncut one.
+  EXPECT_DOUBLE_EQ(by[3]->slowdown, model.slowdown_sharing({7, 8}, {{1, 2.0 / 3}}));
+  EXPECT_GE(by[3]->slowdown, model.slowdown({7, 8}));
+  o.contention = false;
+  const Replay off = replay(c.fabric, c.node, jobs, Placer::kFlat, o, model);
+  for (const JobOutcome& j : off.jobs) EXPECT_FALSE(j.shared) << jobs[j.job].id;
+}
+
+// The cut is what the model sees: the uplinks a job crosses, cut to almost nothing, make it
+// slower; cut to all of them (share 1), it is the job's own slowdown.
+TEST(Replay, SharingUplinksSlowsAJobThatCrossesThem) {
+  Cluster c = small();
+  SlowdownModel model(c.fabric, c.node, 8);
+  EXPECT_DOUBLE_EQ(model.leaf_uplink_gbps(0), 400.0);  // 4 hosts x 400 GB/s / 4
+  const double alone = model.slowdown({3, 4});
+  EXPECT_DOUBLE_EQ(model.slowdown_sharing({3, 4}, {{0, 1.0}, {1, 1.0}}), alone);
+  EXPECT_GT(model.slowdown_sharing({3, 4}, {{0, 0.01}, {1, 0.01}}), alone * 1.5);
+}
+
 TEST(Replay, SwitchesWaitBelongsToThePlacer) {
   // A and B leave one host in each leaf (flat packs them into hosts 0-5 and leaves 6-7 in one
   // leaf). C (2 hosts) spreads at once under tree and place; with --switches=1@300 it waits for

@@ -59,6 +59,15 @@ class SlowdownModel {
   SlowdownModel(const topology::Fabric& fabric, const topology::NodeTopology& node,
                 int gpus_per_host, long long refine_moves = 0);
   double slowdown(const std::vector<std::uint32_t>& hosts);
+  // The same job while other jobs' traffic shares its leaves' uplinks: `leaf_share` maps a leaf
+  // group (the innermost grouping level's) to the share of its uplink capacity left to this job
+  // (0 < share <= 1); the job's plan is scored on the fabric with those uplinks cut to that share.
+  // Not cached: the shares vary with what else runs.
+  double slowdown_sharing(const std::vector<std::uint32_t>& hosts,
+                          const std::map<std::uint32_t, double>& leaf_share);
+  // A leaf group's uplink capacity as the mapper sizes it (GB/s; 0: no limit): the given one,
+  // or, where the source gave no speed, its hosts' capacity over the tier's declared ratio.
+  double leaf_uplink_gbps(std::uint32_t group) const;
   // The layout described above, for a job of `hosts` whole hosts.
   static std::string layout_for(std::uint32_t hosts, int gpus_per_host);
   std::size_t evaluations() const { return evaluations_; }
@@ -72,12 +81,21 @@ class SlowdownModel {
   std::vector<std::size_t> levels_;
   std::map<std::uint32_t, double> best_;                    // hosts -> empty-cluster seconds
   std::map<std::vector<std::uint32_t>, double> slowdowns_;  // structure key -> slowdown
+  double best_seconds(std::uint32_t hosts);  // the empty cluster's best for `hosts` hosts
   std::size_t evaluations_ = 0, hits_ = 0;
 };
 
 struct ReplayOptions {
   int gpus_per_host = 8;
   double comm_fraction = 0.3;  // share of a job's run time that is communication
+  // Contention between jobs on a leaf's uplinks. A multi-host job that spans leaves starts
+  // while other such jobs hold hosts in its leaves. Each of their hosts is taken to send across
+  // the uplink at its full port capacity for comm_fraction of the time (the expected load).
+  // Where this job's hosts at full rate plus that load exceed the uplink, the job gets the larger
+  // of what is left and its share in proportion to demand. Its plan is scored with that
+  // capacity (SlowdownModel::slowdown_sharing). What it sees at its start holds for its whole
+  // run.
+  bool contention = true;
   double switch_wait_s = 300;  // tree-switches: --switches=1@this
   // Called after every `progress_every` job starts: (jobs started, jobs to replay, sim time s).
   std::function<void(std::size_t, std::size_t, double)> progress;
@@ -94,6 +112,7 @@ struct JobOutcome {
   std::size_t spines = 1;                // groups of the level above (spines, pods) they touch
   double locality = 1;                   // share of its hosts in its fullest leaf
   double slowdown = 1;                   // modeled (SlowdownModel); 1 for single-host jobs
+  bool shared = false;  // charged for other jobs' traffic on its leaves' uplinks (contention)
 };
 
 struct Replay {
@@ -133,6 +152,7 @@ struct ReplaySummary {
   double slowdown_median = 1, slowdown_p95 = 1;  // multi-host jobs
   double leaves_mean = 0;                        // multi-host jobs
   double spines_mean = 0;                        // multi-host jobs
+  std::size_t shared = 0;  // multi-host jobs charged for other jobs' traffic (contention)
   double locality_mean = 1;  // multi-host jobs: share of the hosts in the fullest leaf
   double utilisation = 0;    // gpu_seconds / (capacity x (last end - first submit))
   double fragmentation_mean = 0;
