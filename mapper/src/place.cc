@@ -114,10 +114,12 @@ Capacity capacity(const Hierarchy& h, const std::vector<char>& usable, std::uint
 
 // Takes `need` hosts from group g of level k: among its children the smallest that holds the
 // rest, else the fullest (ties: the earlier), as Slurm's tree compares leaves -- but in units of
-// the cut, and healthy hosts first inside the innermost group.
+// the cut, and healthy hosts first inside the innermost group. `fullest`: always the fullest
+// child first, so a split takes the emptiest groups whole and leaves partly used ones alone
+// (where other jobs run, and their traffic may load the uplinks).
 void take(const Hierarchy& h, const Capacity& c, const Fabric& fabric,
           const std::vector<char>& usable, std::size_t k, std::uint32_t g, std::uint32_t need,
-          std::vector<std::uint32_t>& out) {
+          std::vector<std::uint32_t>& out, bool fullest = false) {
   if (k == 0) {
     std::vector<std::uint32_t> hosts;
     for (std::uint32_t host : h.kids[0][g]) {
@@ -145,7 +147,9 @@ void take(const Hierarchy& h, const Capacity& c, const Fabric& fabric,
         continue;
       }
       const std::uint32_t bc = c.cap[k - 1][kids[best]];
-      if (holds && (!best_holds || cap < bc)) {
+      if (fullest) {
+        if (cap > bc) best = i;
+      } else if (holds && (!best_holds || cap < bc)) {
         best = i;
         best_holds = true;
       } else if (!holds && !best_holds && cap > bc) {
@@ -155,7 +159,7 @@ void take(const Hierarchy& h, const Capacity& c, const Fabric& fabric,
     if (best == kids.size()) return;  // capacity said it fits; cannot happen
     used[best] = 1;
     const std::uint32_t n = std::min(rest, c.cap[k - 1][kids[best]]);
-    take(h, c, fabric, usable, k - 1, kids[best], n, out);
+    take(h, c, fabric, usable, k - 1, kids[best], n, out, fullest);
     rest -= n;
   }
 }
@@ -376,16 +380,21 @@ Placement place(const Fabric& fabric, const PlaceInput& input) {
         if (fit.empty()) continue;
         std::stable_sort(fit.begin(), fit.end(),
                          [&](std::uint32_t a, std::uint32_t b) { return c.cap[k][a] < c.cap[k][b]; });
-        for (std::size_t i = 0; i < fit.size() && i < 2; ++i) {
+        // Where the job is split (above the leaves), the best-fitting group is also taken
+        // fullest child first: a split over whole empty groups, away from partly used ones.
+        std::vector<std::pair<std::uint32_t, bool>> tries;  // (group, fullest first)
+        for (std::size_t i = 0; i < fit.size() && i < 2; ++i) tries.emplace_back(fit[i], false);
+        if (k > h.leaf) tries.emplace_back(fit[0], true);
+        for (const auto& [group, fullest] : tries) {
           std::vector<std::uint32_t> hosts;
-          take(h, c, fabric, usable, k, fit[i], want, hosts);
+          take(h, c, fabric, usable, k, group, want, hosts, fullest);
           if (hosts.size() != want) continue;
           std::sort(hosts.begin(), hosts.end());
           bool seen = false;
           for (const auto& a : out.considered) seen = seen || a.hosts == hosts;
           if (seen) continue;
-          const std::string label =
-              k <= h.leaf ? "best-fit" : (dim.empty() ? "counts" : dim + "-cut");
+          std::string label = k <= h.leaf ? "best-fit" : (dim.empty() ? "counts" : dim + "-cut");
+          if (fullest) label += ", fullest first";
           out.considered.push_back(finish(score_allocation(fabric, scored, hosts), label));
         }
         break;

@@ -30,16 +30,19 @@ std::string_view to_string(Placer p) {
       return "tree-switches";
     case Placer::kPlace:
       return "place";
+    case Placer::kPlaceLoad:
+      return "place-load";
   }
   return "?";
 }
 
 Placer placer_from(std::string_view name) {
-  for (auto p : {Placer::kFlat, Placer::kTree, Placer::kTreeSwitches, Placer::kPlace}) {
+  for (auto p : {Placer::kFlat, Placer::kTree, Placer::kTreeSwitches, Placer::kPlace,
+                 Placer::kPlaceLoad}) {
     if (name == to_string(p)) return p;
   }
   throw Error("unknown placer '" + std::string(name) +
-              "' (expected flat, tree, tree-switches or place)");
+              "' (expected flat, tree, tree-switches, place or place-load)");
 }
 
 // ---- SlowdownModel -------------------------------------------------------------------------
@@ -58,6 +61,21 @@ PlaceInput input_for(const topology::Fabric& fabric, const topology::NodeTopolog
                                    static_cast<int>(hosts) * gpus_per_host);
   in.request.refine_moves = refine_moves;
   return in;
+}
+
+// A group's uplink capacity as the mapper sizes it (GB/s; 0: no limit): the given one, or where
+// the source gave no speed, its hosts' capacity over the tier's declared ratio (machine.cc,
+// sized_uplinks).
+double uplink_gbps(const topology::Fabric& fabric, std::size_t level, std::uint32_t group) {
+  const topology::LocalityLevel& lv = fabric.levels[level];
+  if (group >= lv.group_uplink_gbps.size()) return 0;
+  if (group < lv.group_uplink_assumed.size() && lv.group_uplink_assumed[group]) {
+    const auto it = fabric.declared_oversubscription.find(lv.tier);
+    const double ratio =
+        it != fabric.declared_oversubscription.end() && it->second >= 1 ? it->second : 1.0;
+    return group < lv.group_downlink_gbps.size() ? lv.group_downlink_gbps[group] / ratio : 0;
+  }
+  return lv.group_uplink_gbps[group];
 }
 
 }  // namespace
@@ -134,17 +152,7 @@ double SlowdownModel::best_seconds(std::uint32_t n) {
 }
 
 double SlowdownModel::leaf_uplink_gbps(std::uint32_t group) const {
-  if (levels_.empty()) return 0;
-  const topology::LocalityLevel& lv = fabric_->levels[levels_.front()];
-  if (group >= lv.group_uplink_gbps.size()) return 0;
-  if (group < lv.group_uplink_assumed.size() && lv.group_uplink_assumed[group]) {
-    // As the mapper sizes it (machine.cc, sized_uplinks): down over the declared ratio.
-    const auto it = fabric_->declared_oversubscription.find(lv.tier);
-    const double ratio =
-        it != fabric_->declared_oversubscription.end() && it->second >= 1 ? it->second : 1.0;
-    return group < lv.group_downlink_gbps.size() ? lv.group_downlink_gbps[group] / ratio : 0;
-  }
-  return lv.group_uplink_gbps[group];
+  return levels_.empty() ? 0 : uplink_gbps(*fabric_, levels_.front(), group);
 }
 
 double SlowdownModel::slowdown_sharing(const std::vector<std::uint32_t>& hosts,
@@ -245,7 +253,7 @@ class Cluster {
       return {best};
     }
     if (whole_free() < n) return {};
-    if (placer_ == Placer::kPlace) {
+    if (placer_ == Placer::kPlace || placer_ == Placer::kPlaceLoad) {
       PlaceInput in;
       in.free_gpus = free_;
       in.nodes.assign(free_.size(), &node_);
@@ -253,7 +261,9 @@ class Cluster {
       in.hosts = n;
       in.request.layout = parse_layout(SlowdownModel::layout_for(n, g_), static_cast<int>(n) * g_);
       in.request.refine_moves = 0;
-      const Placement p = place(fabric_, in);
+      const Placement p = placer_ == Placer::kPlaceLoad && options_.contention
+                              ? place(loaded_fabric(), in)
+                              : place(fabric_, in);
       return p.placed ? p.chosen.hosts : std::vector<std::uint32_t>{};
     }
     for (std::size_t h = 0; h < free_.size(); ++h) {
@@ -341,6 +351,24 @@ class Cluster {
   }
 
  private:
+  // place-load's view: the fabric with each leaf's uplink less the expected load of the running
+  // jobs that span it (their hosts at port rate for comm_fraction of the time), at least 5% of
+  // it. What is left to a new job, before its own traffic.
+  topology::Fabric loaded_fabric() const {
+    topology::Fabric loaded = fabric_;
+    if (levels_.empty() || options_.comm_fraction <= 0) return loaded;
+    topology::LocalityLevel& lv = loaded.levels[levels_.front()];
+    for (std::uint32_t g = 0; g < crossing_gbps_.size(); ++g) {
+      if (crossing_gbps_[g] <= 0) continue;
+      const double cap = uplink_gbps(fabric_, levels_.front(), g);
+      if (cap <= 0) continue;
+      lv.group_uplink_gbps[g] =
+          std::max(cap - options_.comm_fraction * crossing_gbps_[g], 0.05 * cap);
+      if (g < lv.group_uplink_assumed.size()) lv.group_uplink_assumed[g] = 0;
+    }
+    return loaded;
+  }
+
   double host_gbps(std::uint32_t h) const {
     double sum = 0;
     for (double g : fabric_.hosts[h].port_gbps) sum += g;

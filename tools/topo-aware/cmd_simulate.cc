@@ -39,7 +39,7 @@ struct SimulateOptions {
   int hosts = 1024;
   int hosts_per_leaf = 16;
   int gpus_per_host = 8;
-  std::vector<std::string> placers = {"flat", "tree", "tree-switches", "place"};
+  std::vector<std::string> placers = {"flat", "tree", "tree-switches", "place", "place-load"};
   double comm_fraction = 0.3;
   double switch_wait_s = 300;
   double load = 1;  // submit times divided by this: the same jobs arrive this many times as fast
@@ -330,9 +330,11 @@ void add_simulate(CLI::App& app, Common& common) {
   sub->footer(
       "One FIFO queue with EASY backfill for every placer; jobs of fewer GPUs than a host are\n"
       "packed best-fit onto shared hosts, larger ones take whole hosts chosen by the placer\n"
-      "(flat, tree, tree-switches = tree with --switches=1@--switch-wait, place). Each job's run\n"
-      "time is stretched by its modeled communication slowdown against the best allocation of\n"
-      "an empty cluster, times --comm-fraction. Layout of a multi-host job: tp = GPUs per host,\n"
+      "(flat, tree, tree-switches = tree with --switches=1@--switch-wait, place, and\n"
+      "place-load = place scoring the fabric as the running jobs' traffic leaves it). Each job's\n"
+      "run time is stretched by its modeled communication slowdown against the best allocation\n"
+      "of an empty cluster, times --comm-fraction; with --contention on, a job that spans leaves\n"
+      "is charged for other such jobs' expected traffic on its leaves' uplinks. Layout of a multi-host job: tp = GPUs per host,\n"
       "pp = the largest divisor of its hosts up to 8, dp the rest (docs/placement.md,\n"
       "\"Replaying a busy cluster\"). Nothing is random: the same inputs give the same report;\n"
       "--seed seeds the synthetic fabric.\n"

@@ -46,9 +46,9 @@ TEST(SimulateCli, QueueIsFifoWithEasyBackfillUnderEveryPlacer) {
   ASSERT_EQ(r.rc, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["jobs"], 20);
-  ASSERT_EQ(j["placers"].size(), 4u);
+  ASSERT_EQ(j["placers"].size(), 5u);
   const auto s = starts(test::slurp(per_job));
-  for (const char* placer : {"flat", "tree", "tree-switches", "place"}) {
+  for (const char* placer : {"flat", "tree", "tree-switches", "place", "place-load"}) {
     SCOPED_TRACE(placer);
     const auto& st = s.at(placer);
     // j01 takes 6 hosts until 100; j02 (4 hosts) waits for its reservation at 100; j03 (2
@@ -165,8 +165,8 @@ TEST(SimulateCli, SvgPicturesDrawOneLinePerPlacer) {
     ASSERT_EQ(svg.rfind("<svg xmlns=\"http://www.w3.org/2000/svg\"", 0), 0u) << svg.substr(0, 80);
     EXPECT_EQ(svg.substr(svg.size() - 7), "</svg>\n");
     const auto lines = polylines(svg);
-    ASSERT_EQ(lines.size(), 4u);
-    for (const char* placer : {"flat", "tree", "tree-switches", "place"}) {
+    ASSERT_EQ(lines.size(), 5u);
+    for (const char* placer : {"flat", "tree", "tree-switches", "place", "place-load"}) {
       ASSERT_TRUE(lines.count(placer)) << placer;
       ASSERT_FALSE(lines.at(placer).empty()) << placer;
       for (const auto& [x, y] : lines.at(placer)) {  // inside the plot area (80-760, 50-480)

@@ -195,6 +195,42 @@ TEST(Replay, SharingUplinksSlowsAJobThatCrossesThem) {
   EXPECT_GT(model.slowdown_sharing({3, 4}, {{0, 0.01}, {1, 0.01}}), alone * 1.5);
 }
 
+// place-load sees the running jobs' load. On 16 hosts in 4 leaves of 4 (4:1), job a (6 hosts)
+// spans two leaves; b (6 hosts) must span two as well. place fills a's fragmented leaf (least
+// fragmentation left); place-load sees that leaf's uplink already carrying a's expected load and
+// takes the two whole leaves instead, so b shares no uplink.
+TEST(Replay, PlaceLoadAvoidsLeavesOthersCross) {
+  FatTreeSpec spec;
+  spec.hosts = 16;
+  spec.hosts_per_leaf = 4;
+  spec.leaf_oversub = 4;
+  Cluster c{make_fat_tree(spec)};
+  const std::vector<TraceJob> jobs = {{"a", 0, 1000, 48}, {"b", 1, 1000, 48}};
+  ReplayOptions o;
+  o.comm_fraction = 0.5;
+  SlowdownModel model(c.fabric, c.node, 8);
+  const Replay alone = replay(c.fabric, c.node, jobs, Placer::kPlace, o, model);
+  const Replay loaded = replay(c.fabric, c.node, jobs, Placer::kPlaceLoad, o, model);
+  ASSERT_EQ(alone.jobs.size(), 2u);
+  ASSERT_EQ(loaded.jobs.size(), 2u);
+  // a: leaf 0 whole and 2 hosts of leaf 1, under both.
+  const std::vector<std::uint32_t> a = {0, 1, 2, 3, 4, 5};
+  EXPECT_EQ(alone.jobs[0].placed_on, a);
+  EXPECT_EQ(loaded.jobs[0].placed_on, a);
+  // b: place takes leaf 1's other 2 and leaf 2 (leaf 3 stays whole), next to a's traffic.
+  EXPECT_EQ(alone.jobs[1].placed_on, (std::vector<std::uint32_t>{6, 7, 8, 9, 10, 11}));
+  EXPECT_TRUE(alone.jobs[1].shared);
+  EXPECT_GT(alone.jobs[1].slowdown, 1.0);
+  // place-load: leaf 2 whole and 2 hosts of leaf 3, away from it.
+  EXPECT_EQ(loaded.jobs[1].placed_on, (std::vector<std::uint32_t>{8, 9, 10, 11, 12, 13}));
+  EXPECT_FALSE(loaded.jobs[1].shared);
+  EXPECT_DOUBLE_EQ(loaded.jobs[1].slowdown, 1.0);
+  // Without contention, place-load is place.
+  o.contention = false;
+  const Replay off = replay(c.fabric, c.node, jobs, Placer::kPlaceLoad, o, model);
+  EXPECT_EQ(off.jobs[1].placed_on, alone.jobs[1].placed_on);
+}
+
 TEST(Replay, SwitchesWaitBelongsToThePlacer) {
   // A and B leave one host in each leaf (flat packs them into hosts 0-5 and leaves 6-7 in one
   // leaf). C (2 hosts) spreads at once under tree and place; with --switches=1@300 it waits for

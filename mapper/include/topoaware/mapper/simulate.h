@@ -16,6 +16,8 @@
 //   tree-switches  topology/tree with --switches=1@switch_wait_s: the job waits while Slurm
 //                  would (one leaf or the wait runs out, counted from its submit), then spreads
 //   place          the project's placer (place.h), the lowest modeled communication
+//   place-load     place, scoring on the fabric as the running jobs leave it: each leaf's
+//                  uplink less their expected load (with ReplayOptions::contention; else place)
 // Each job's run time is stretched by its modeled communication slowdown (SlowdownModel):
 // duration x (1 + comm_fraction x (slowdown - 1)). Single-host jobs are not slowed.
 //
@@ -38,8 +40,9 @@
 
 namespace topoaware::mapper {
 
-enum class Placer { kFlat, kTree, kTreeSwitches, kPlace };
-std::string_view to_string(Placer p);       // "flat", "tree", "tree-switches", "place"
+enum class Placer { kFlat, kTree, kTreeSwitches, kPlace, kPlaceLoad };
+// "flat", "tree", "tree-switches", "place", "place-load"
+std::string_view to_string(Placer p);
 Placer placer_from(std::string_view name);  // throws Error for an unknown name
 
 // A multi-host job's modeled slowdown on its hosts: the mapper's modeled exposed communication
