@@ -32,17 +32,19 @@ std::string_view to_string(Placer p) {
       return "place";
     case Placer::kPlaceLoad:
       return "place-load";
+    case Placer::kBlock:
+      return "block";
   }
   return "?";
 }
 
 Placer placer_from(std::string_view name) {
-  for (auto p : {Placer::kFlat, Placer::kTree, Placer::kTreeSwitches, Placer::kPlace,
-                 Placer::kPlaceLoad}) {
+  for (auto p : {Placer::kFlat, Placer::kTree, Placer::kTreeSwitches, Placer::kBlock,
+                 Placer::kPlace, Placer::kPlaceLoad}) {
     if (name == to_string(p)) return p;
   }
   throw Error("unknown placer '" + std::string(name) +
-              "' (expected flat, tree, tree-switches, place or place-load)");
+              "' (expected flat, tree, tree-switches, block, place or place-load)");
 }
 
 // ---- SlowdownModel -------------------------------------------------------------------------
@@ -215,6 +217,7 @@ class Cluster {
     if (placer == Placer::kTree || placer == Placer::kTreeSwitches) {
       switches_ = slurm::switches_of(fabric);
     }
+    if (placer == Placer::kBlock) blocks_ = slurm::blocks_of(fabric);
   }
 
   std::size_t usable_hosts() const { return usable_hosts_; }
@@ -224,6 +227,22 @@ class Cluster {
   // Whole hosts a job of `gpus` takes; 0 for a part of one host.
   std::uint32_t hosts_of(int gpus) const {
     return gpus < g_ ? 0 : static_cast<std::uint32_t>((gpus + g_ - 1) / g_);
+  }
+
+  // Whether the placer would ever start a job of `n` whole hosts: on an empty cluster. Only
+  // topology/block can refuse one the cluster holds (no aligned block of its size exists); it
+  // would pend for ever, so the replay leaves it out and counts it.
+  bool ever_fits(std::uint32_t n) {
+    if (placer_ != Placer::kBlock || n <= 1) return true;
+    auto it = ever_fits_.find(n);
+    if (it != ever_fits_.end()) return it->second;
+    std::vector<slurm::Node> empty = slurm_nodes_;
+    for (std::size_t h = 0; h < empty.size(); ++h) empty[h].free = usable_[h] != 0;
+    slurm::Job sj;
+    sj.nodes = n;
+    const slurm::Selection sel = slurm::select_block(empty, blocks_, sj);
+    if (sel.outcome == slurm::Outcome::kNotModeled) throw Error("simulate: " + sel.reason);
+    return ever_fits_[n] = sel.outcome == slurm::Outcome::kSelected;
   }
 
   // Whether resources for the job exist now, counted (no placement).
@@ -274,6 +293,8 @@ class Cluster {
     slurm::Selection s;
     if (placer_ == Placer::kFlat) {
       s = slurm::select_flat(slurm_nodes_, sj);
+    } else if (placer_ == Placer::kBlock) {
+      s = slurm::select_block(slurm_nodes_, blocks_, sj);
     } else {
       if (placer_ == Placer::kTreeSwitches) {
         sj.max_switches = 1;
@@ -395,6 +416,8 @@ class Cluster {
   std::vector<std::size_t> by_free_;  // usable hosts per free-GPU count
   std::vector<slurm::Node> slurm_nodes_;
   std::vector<slurm::Switch> switches_;
+  slurm::BlockTopology blocks_;
+  std::map<std::uint32_t, bool> ever_fits_;  // block: hosts -> placed on an empty cluster
   std::vector<std::size_t> levels_;
   std::vector<double> crossing_gbps_;  // per leaf group: port capacity of running jobs that span
 };
@@ -446,10 +469,17 @@ Replay replay(const topology::Fabric& fabric, const topology::NodeTopology& node
   std::set<double> wakeups;                       // --switches waits running out
   std::deque<std::size_t> queue;
   std::size_t next = 0, to_replay = 0;
-  for (const TraceJob& j : jobs) {
-    if (j.gpus > capacity) ++out.too_large;
+  std::vector<char> left_out(jobs.size(), 0);
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    if (jobs[i].gpus > capacity) {
+      ++out.too_large;
+      left_out[i] = 1;
+    } else if (!cluster.ever_fits(cluster.hosts_of(jobs[i].gpus))) {
+      ++out.never_placed;
+      left_out[i] = 1;
+    }
   }
-  to_replay = jobs.size() - out.too_large;
+  to_replay = jobs.size() - out.too_large - out.never_placed;
   if (!jobs.empty()) out.first_submit = jobs.front().submit;
 
   auto start = [&](std::size_t j, const std::vector<std::uint32_t>& hosts, double now) {
@@ -563,7 +593,7 @@ Replay replay(const topology::Fabric& fabric, const topology::NodeTopology& node
     }
     while (!wakeups.empty() && *wakeups.begin() <= now) wakeups.erase(wakeups.begin());
     while (next < jobs.size() && jobs[next].submit <= now) {
-      if (jobs[next].gpus <= capacity) {
+      if (!left_out[next]) {
         queue.push_back(next);
         if (placer == Placer::kTreeSwitches && cluster.hosts_of(jobs[next].gpus) > 1) {
           wakeups.insert(jobs[next].submit + options.switch_wait_s);
@@ -620,6 +650,7 @@ ReplaySummary summarize(const Replay& r, const std::vector<TraceJob>& jobs) {
   ReplaySummary s;
   s.jobs = r.jobs.size();
   s.too_large = r.too_large;
+  s.never_placed = r.never_placed;
   std::vector<double> wait, jct, slow;
   double leaves = 0, spines = 0, locality = 0;
   for (const JobOutcome& o : r.jobs) {

@@ -39,7 +39,8 @@ struct SimulateOptions {
   int hosts = 1024;
   int hosts_per_leaf = 16;
   int gpus_per_host = 8;
-  std::vector<std::string> placers = {"flat", "tree", "tree-switches", "place", "place-load"};
+  std::vector<std::string> placers = {"flat",  "tree",  "tree-switches",
+                                      "block", "place", "place-load"};
   double comm_fraction = 0.3;
   double switch_wait_s = 300;
   double load = 1;  // submit times divided by this: the same jobs arrive this many times as fast
@@ -172,7 +173,9 @@ void write_per_job(std::ostream& out, mapper::Placer placer, const mapper::Repla
 
 std::string render_text(const SimulateOptions& o, const topology::Fabric& f,
                         const mapper::Trace& trace, std::size_t replayed,
-                        const std::vector<Result>& results, const mapper::SlowdownModel& model) {
+                        const std::vector<Result>& results,
+                        const std::vector<std::string>& left_out,
+                        const mapper::SlowdownModel& model) {
   std::ostringstream out;
   out << "topo-aware simulate: " << replayed << " jobs of " << o.trace << " on " << f.hosts.size()
       << " hosts x " << o.gpus_per_host << " GPUs (" << f.source << "), comm fraction "
@@ -201,6 +204,13 @@ std::string render_text(const SimulateOptions& o, const topology::Fabric& f,
                     fixed(r.wall_s, 1) + " s"});
   }
   out << text_table(rows);
+  for (const std::string& why : left_out) out << "placer left out: " << why << "\n";
+  for (const Result& r : results) {
+    if (r.summary.never_placed > 0) {
+      out << "not replayed under " << mapper::to_string(r.placer) << ": "
+          << r.summary.never_placed << " jobs no block of the fabric could ever hold\n";
+    }
+  }
   out << "slowdown: modeled exposed communication of multi-host jobs against the best "
          "allocation of an empty cluster; shared: multi-host jobs charged for other jobs' "
          "traffic on their leaves' uplinks (--contention); leaves/job, spines/job (groups of "
@@ -213,7 +223,9 @@ std::string render_text(const SimulateOptions& o, const topology::Fabric& f,
 
 std::string render_json(const SimulateOptions& o, const topology::Fabric& f,
                         const mapper::Trace& trace, std::size_t replayed,
-                        const std::vector<Result>& results, const mapper::SlowdownModel& model) {
+                        const std::vector<Result>& results,
+                        const std::vector<std::string>& left_out,
+                        const mapper::SlowdownModel& model) {
   nlohmann::ordered_json j;
   j["trace"] = o.trace;
   j["jobs"] = replayed;
@@ -230,6 +242,7 @@ std::string render_json(const SimulateOptions& o, const topology::Fabric& f,
   j["seed"] = o.seed;
   j["model_evaluations"] = model.evaluations();
   j["model_cache_hits"] = model.cache_hits();
+  j["placers_left_out"] = left_out;
   j["placers"] = nlohmann::ordered_json::array();
   for (const Result& r : results) {
     const mapper::ReplaySummary& s = r.summary;
@@ -238,6 +251,7 @@ std::string render_json(const SimulateOptions& o, const topology::Fabric& f,
     p["jobs"] = s.jobs;
     p["multi_host_jobs"] = s.multi_host;
     p["too_large"] = s.too_large;
+    p["never_placed"] = s.never_placed;
     p["wait_s"] = {{"median", s.wait_median_s}, {"p95", s.wait_p95_s}};
     p["jct_s"] = {{"median", s.jct_median_s}, {"p95", s.jct_p95_s}};
     p["slowdown_multi_host"] = {{"median", s.slowdown_median}, {"p95", s.slowdown_p95}};
@@ -289,6 +303,7 @@ void run(const SimulateOptions& o, const Common& common) {
   ro.switch_wait_s = o.switch_wait_s;
   ro.contention = o.contention == "on";
   std::vector<Result> results;
+  std::vector<std::string> left_out;  // "placer: why" for placers that could not run
   std::vector<Curves> curves;
   std::ostringstream per_job;
   per_job << "placer,job,submit,gpus,start,end,hosts,leaves,spines,slowdown\n";
@@ -302,7 +317,16 @@ void run(const SimulateOptions& o, const Common& common) {
                      std::string(mapper::to_string(p)).c_str(), done, total, now / 86400, wall);
       };
     }
-    const mapper::Replay r = mapper::replay(fabric, node, trace.jobs, p, ro, model);
+    // A placer this fabric does not suit (topology/block over leaves of unequal sizes) is left
+    // out with its reason, as long as another placer runs.
+    mapper::Replay r;
+    try {
+      r = mapper::replay(fabric, node, trace.jobs, p, ro, model);
+    } catch (const mapper::Error& e) {
+      if (placers.size() == 1) throw;
+      left_out.push_back(std::string(mapper::to_string(p)) + ": " + e.what());
+      continue;
+    }
     Result res{p, mapper::summarize(r, trace.jobs),
                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()};
     results.push_back(res);
@@ -315,9 +339,11 @@ void run(const SimulateOptions& o, const Common& common) {
                              std::to_string(fabric.hosts.size()) + " hosts";
     write_svgs(o.svg_dir, what, curves);
   }
-  const std::string out = o.format == "json"
-                              ? render_json(o, fabric, trace, trace.jobs.size(), results, model)
-                              : render_text(o, fabric, trace, trace.jobs.size(), results, model);
+  if (results.empty()) throw mapper::Error(left_out.front());
+  const std::string out =
+      o.format == "json"
+          ? render_json(o, fabric, trace, trace.jobs.size(), results, left_out, model)
+          : render_text(o, fabric, trace, trace.jobs.size(), results, left_out, model);
   write_output(o.output, out);
 }
 
@@ -330,12 +356,14 @@ void add_simulate(CLI::App& app, Common& common) {
   sub->footer(
       "One FIFO queue with EASY backfill for every placer; jobs of fewer GPUs than a host are\n"
       "packed best-fit onto shared hosts, larger ones take whole hosts chosen by the placer\n"
-      "(flat, tree, tree-switches = tree with --switches=1@--switch-wait, place, and\n"
+      "(flat, tree, tree-switches = tree with --switches=1@--switch-wait, block = Slurm's\n"
+      "topology/block over the leaves as base blocks, place, and\n"
       "place-load = place scoring the fabric as the running jobs' traffic leaves it). Each job's\n"
       "run time is stretched by its modeled communication slowdown against the best allocation\n"
       "of an empty cluster, times --comm-fraction; with --contention on, a job that spans leaves\n"
-      "is charged for other such jobs' expected traffic on its leaves' uplinks. Layout of a multi-host job: tp = GPUs per host,\n"
-      "pp = the largest divisor of its hosts up to 8, dp the rest (docs/placement.md,\n"
+      "is charged for other such jobs' expected traffic on its leaves' uplinks. Layout of a\n"
+      "multi-host job: tp = GPUs per host, pp = the largest divisor of its hosts up to 8, dp the\n"
+      "rest (docs/placement.md,\n"
       "\"Replaying a busy cluster\"). Nothing is random: the same inputs give the same report;\n"
       "--seed seeds the synthetic fabric.\n"
       "Exit codes: 0 done, 1 bad input, 2 usage.");

@@ -231,6 +231,32 @@ TEST(Replay, PlaceLoadAvoidsLeavesOthersCross) {
   EXPECT_EQ(off.jobs[1].placed_on, alone.jobs[1].placed_on);
 }
 
+// topology/block trades waiting for locality: a and b (3 hosts each) take a leaf each; c (2
+// hosts) finds 1 free host in each leaf. Tree spreads it at once; block waits for a leaf, until
+// a ends at 100. Without BlockSizes the largest block is 16 base blocks (64 hosts in leaves of
+// 4): block would leave a 68-host job pending for ever, so it is left out and counted.
+TEST(Replay, BlockWaitsForALeafAndCountsWhatItNeverPlaces) {
+  Cluster c = small();
+  const std::vector<TraceJob> jobs = {
+      {"a", 0, 100, 24}, {"b", 1, 200, 24}, {"c", 2, 50, 16}};
+  const Replay tree = run(c, jobs, Placer::kTree);
+  const Replay block = run(c, jobs, Placer::kBlock);
+  EXPECT_EQ(starts(tree, 3), (std::vector<double>{0, 1, 2}));
+  EXPECT_EQ(starts(block, 3), (std::vector<double>{0, 1, 100}));
+  for (const JobOutcome& o : block.jobs) EXPECT_EQ(o.leaves, 1u) << jobs[o.job].id;
+  FatTreeSpec spec;
+  spec.hosts = 80;
+  spec.hosts_per_leaf = 4;
+  Cluster three{make_fat_tree(spec)};
+  const std::vector<TraceJob> big = {{"x", 0, 100, 68 * 8}, {"y", 0, 100, 16}};
+  const Replay r = run(three, big, Placer::kBlock);
+  EXPECT_EQ(r.never_placed, 1u);
+  ASSERT_EQ(r.jobs.size(), 1u);
+  EXPECT_EQ(big[r.jobs[0].job].id, "y");
+  EXPECT_EQ(run(three, big, Placer::kTree).never_placed, 0u);
+  EXPECT_EQ(placer_from("block"), Placer::kBlock);
+}
+
 TEST(Replay, SwitchesWaitBelongsToThePlacer) {
   // A and B leave one host in each leaf (flat packs them into hosts 0-5 and leaves 6-7 in one
   // leaf). C (2 hosts) spreads at once under tree and place; with --switches=1@300 it waits for
@@ -286,7 +312,7 @@ TEST(Replay, SlowdownModelCachesBySetStructureAndNamesTheLayout) {
 }
 
 TEST(Replay, UnknownPlacerIsAnError) {
-  EXPECT_THROW(placer_from("block"), Error);
+  EXPECT_THROW(placer_from("random"), Error);
   EXPECT_EQ(placer_from("tree-switches"), Placer::kTreeSwitches);
 }
 

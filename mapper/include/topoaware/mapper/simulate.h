@@ -15,6 +15,9 @@
 //   tree           Slurm's topology/tree (slurm::select_tree)
 //   tree-switches  topology/tree with --switches=1@switch_wait_s: the job waits while Slurm
 //                  would (one leaf or the wait runs out, counted from its submit), then spreads
+//   block          Slurm's topology/block (slurm::select_block) over the fabric's leaf groups as
+//                  base blocks (slurm::blocks_of): a job waits for an aligned block; one that no
+//                  block could ever hold is left out and counted (never_placed)
 //   place          the project's placer (place.h), the lowest modeled communication
 //   place-load     place, scoring on the fabric as the running jobs leave it: each leaf's
 //                  uplink less their expected load (with ReplayOptions::contention; else place)
@@ -40,8 +43,8 @@
 
 namespace topoaware::mapper {
 
-enum class Placer { kFlat, kTree, kTreeSwitches, kPlace, kPlaceLoad };
-// "flat", "tree", "tree-switches", "place", "place-load"
+enum class Placer { kFlat, kTree, kTreeSwitches, kBlock, kPlace, kPlaceLoad };
+// "flat", "tree", "tree-switches", "block", "place", "place-load"
 std::string_view to_string(Placer p);
 Placer placer_from(std::string_view name);  // throws Error for an unknown name
 
@@ -122,6 +125,7 @@ struct Replay {
   Placer placer = Placer::kFlat;
   std::vector<JobOutcome> jobs;  // the jobs that ran, in start order
   std::size_t too_large = 0;     // jobs wanting more GPUs than the cluster has: not replayed
+  std::size_t never_placed = 0;  // jobs the placer would never start (block): not replayed
   double first_submit = 0, last_end = 0;
   double gpu_seconds = 0;    // GPUs x stretched run time, summed over jobs
   double capacity_gpus = 0;  // usable hosts x GPUs per host
@@ -149,7 +153,7 @@ Replay replay(const topology::Fabric& fabric, const topology::NodeTopology& node
 
 // What the report shows of one replay. Percentiles are nearest-rank; 0 where there is no job.
 struct ReplaySummary {
-  std::size_t jobs = 0, multi_host = 0, too_large = 0;
+  std::size_t jobs = 0, multi_host = 0, too_large = 0, never_placed = 0;
   double wait_median_s = 0, wait_p95_s = 0;
   double jct_median_s = 0, jct_p95_s = 0;        // completion time: end - submit
   double slowdown_median = 1, slowdown_p95 = 1;  // multi-host jobs
