@@ -80,6 +80,20 @@ double uplink_gbps(const topology::Fabric& fabric, std::size_t level, std::uint3
   return lv.group_uplink_gbps[group];
 }
 
+// The fabric with some groups' uplinks at `level` set to given capacities (GB/s), no longer
+// sized from their hosts: what contention leaves of them (slowdown_sharing, place-load).
+topology::Fabric with_uplinks(const topology::Fabric& fabric, std::size_t level,
+                              const std::map<std::uint32_t, double>& gbps) {
+  topology::Fabric out = fabric;
+  topology::LocalityLevel& lv = out.levels[level];
+  for (const auto& [group, cap] : gbps) {
+    if (group >= lv.group_uplink_gbps.size()) continue;
+    lv.group_uplink_gbps[group] = cap;
+    if (group < lv.group_uplink_assumed.size()) lv.group_uplink_assumed[group] = 0;
+  }
+  return out;
+}
+
 }  // namespace
 
 SlowdownModel::SlowdownModel(const topology::Fabric& fabric, const topology::NodeTopology& node,
@@ -162,15 +176,12 @@ double SlowdownModel::slowdown_sharing(const std::vector<std::uint32_t>& hosts,
   const auto n = static_cast<std::uint32_t>(hosts.size());
   if (n <= 1) return 1;
   if (levels_.empty()) return slowdown(hosts);
-  // The fabric with the shared uplinks cut: given, no longer sized, capacities.
-  topology::Fabric cut = *fabric_;
-  topology::LocalityLevel& lv = cut.levels[levels_.front()];
+  std::map<std::uint32_t, double> cut_gbps;
   for (const auto& [group, share] : leaf_share) {
     const double cap = leaf_uplink_gbps(group);
-    if (cap <= 0 || group >= lv.group_uplink_gbps.size()) continue;
-    lv.group_uplink_gbps[group] = cap * std::clamp(share, 1e-3, 1.0);
-    if (group < lv.group_uplink_assumed.size()) lv.group_uplink_assumed[group] = 0;
+    if (cap > 0) cut_gbps[group] = cap * std::clamp(share, 1e-3, 1.0);
   }
+  const topology::Fabric cut = with_uplinks(*fabric_, levels_.front(), cut_gbps);
   const double best = best_seconds(n);
   const PlaceInput in = input_for(cut, *node_, gpus_per_host_, refine_moves_, n);
   const double seconds = score_allocation(cut, in, hosts).seconds;
@@ -273,13 +284,8 @@ class Cluster {
     }
     if (whole_free() < n) return {};
     if (placer_ == Placer::kPlace || placer_ == Placer::kPlaceLoad) {
-      PlaceInput in;
+      PlaceInput in = input_for(fabric_, node_, g_, 0, n);
       in.free_gpus = free_;
-      in.nodes.assign(free_.size(), &node_);
-      in.gpus_per_host = g_;
-      in.hosts = n;
-      in.request.layout = parse_layout(SlowdownModel::layout_for(n, g_), static_cast<int>(n) * g_);
-      in.request.refine_moves = 0;
       const Placement p = placer_ == Placer::kPlaceLoad && options_.contention
                               ? place(loaded_fabric(), in)
                               : place(fabric_, in);
@@ -333,7 +339,7 @@ class Cluster {
   // The share of each leaf's uplink left to a job on `hosts` that spans leaves, for the leaves
   // where it is less than all of it; empty where the job is in one leaf or nothing contends.
   std::map<std::uint32_t, double> shares(const std::vector<std::uint32_t>& hosts,
-                                         const SlowdownModel& model, double comm_fraction) const {
+                                         double comm_fraction) const {
     std::map<std::uint32_t, double> out;
     if (levels_.empty() || leaves(hosts).first < 2) return out;
     const auto& group = fabric_.levels[levels_.front()].group_of_host;
@@ -341,7 +347,7 @@ class Cluster {
     for (std::uint32_t h : hosts) demand[group[h]] += host_gbps(h);
     for (const auto& [g, mine] : demand) {
       const double others = comm_fraction * crossing_gbps_[g];
-      const double cap = model.leaf_uplink_gbps(g);
+      const double cap = uplink_gbps(fabric_, levels_.front(), g);
       if (cap <= 0 || others <= 0 || mine + others <= cap) continue;
       const double share = std::max(1 - others / cap, mine / (mine + others));
       if (share < 1) out[g] = share;
@@ -376,18 +382,14 @@ class Cluster {
   // jobs that span it (their hosts at port rate for comm_fraction of the time), at least 5% of
   // it. What is left to a new job, before its own traffic.
   topology::Fabric loaded_fabric() const {
-    topology::Fabric loaded = fabric_;
-    if (levels_.empty() || options_.comm_fraction <= 0) return loaded;
-    topology::LocalityLevel& lv = loaded.levels[levels_.front()];
+    if (levels_.empty()) return fabric_;
+    std::map<std::uint32_t, double> left;
     for (std::uint32_t g = 0; g < crossing_gbps_.size(); ++g) {
-      if (crossing_gbps_[g] <= 0) continue;
       const double cap = uplink_gbps(fabric_, levels_.front(), g);
-      if (cap <= 0) continue;
-      lv.group_uplink_gbps[g] =
-          std::max(cap - options_.comm_fraction * crossing_gbps_[g], 0.05 * cap);
-      if (g < lv.group_uplink_assumed.size()) lv.group_uplink_assumed[g] = 0;
+      const double load = options_.comm_fraction * crossing_gbps_[g];
+      if (cap > 0 && load > 0) left[g] = std::max(cap - load, 0.05 * cap);
     }
-    return loaded;
+    return with_uplinks(fabric_, levels_.front(), left);
   }
 
   double host_gbps(std::uint32_t h) const {
@@ -496,7 +498,7 @@ Replay replay(const topology::Fabric& fabric, const topology::NodeTopology& node
     o.spines = cluster.spines(hosts);
     if (hosts.size() > 1) {
       std::map<std::uint32_t, double> share;
-      if (options.contention) share = cluster.shares(hosts, model, options.comm_fraction);
+      if (options.contention) share = cluster.shares(hosts, options.comm_fraction);
       o.shared = !share.empty();
       o.slowdown = o.shared ? model.slowdown_sharing(hosts, share) : model.slowdown(hosts);
       cluster.cross(hosts, +1);
