@@ -130,16 +130,32 @@ void write_svgs(const std::string& dir, const std::string& what, const std::vect
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw topology::Error(topology::ErrorCode::kSystem, dir, "cannot make: " + ec.message());
-  Chart wait{"Wait of every job: " + what, "wait (s, log scale; no wait at the left edge)",
-             "share of jobs", true, true, 1, 0, 0, 1, {}};
-  Chart slow{"Modeled slowdown of multi-host jobs: " + what,
-             "slowdown against the best allocation of an empty cluster", "share of jobs", false,
-             true, 0, 0, 0, 1, {}};
-  Chart util{"GPUs held by running jobs: " + what, "days since the first submit",
-             "share of the cluster's GPUs", false, true, 0, 0, 0, 1, {}};
-  Chart frag{"Fragmentation of the free hosts after each start: " + what,
-             "days since the first submit", "fragmentation (docs/placement.md)", false, true, 0, 0,
-             0, 1, {}};
+  // Every chart is drawn as steps, its y from 0 to 1; x from the points.
+  Chart wait{.title = "Wait of every job: " + what,
+             .x_label = "wait (s, log scale; no wait at the left edge)",
+             .y_label = "share of jobs",
+             .log_x = true,
+             .steps = true,
+             .y_hi = 1,
+             .series = {}};
+  Chart slow{.title = "Modeled slowdown of multi-host jobs: " + what,
+             .x_label = "slowdown against the best allocation of an empty cluster",
+             .y_label = "share of jobs",
+             .steps = true,
+             .y_hi = 1,
+             .series = {}};
+  Chart util{.title = "GPUs held by running jobs: " + what,
+             .x_label = "days since the first submit",
+             .y_label = "share of the cluster's GPUs",
+             .steps = true,
+             .y_hi = 1,
+             .series = {}};
+  Chart frag{.title = "Fragmentation of the free hosts after each start: " + what,
+             .x_label = "days since the first submit",
+             .y_label = "fragmentation (docs/placement.md)",
+             .steps = true,
+             .y_hi = 1,
+             .series = {}};
   for (const Curves& c : all) {
     wait.series.push_back({c.placer, cdf_points(c.waits)});
     slow.series.push_back({c.placer, cdf_points(c.slowdowns)});
@@ -333,13 +349,13 @@ void run(const SimulateOptions& o, const Common& common) {
     if (!o.per_job.empty()) write_per_job(per_job, p, r, trace.jobs);
     if (!o.svg_dir.empty()) curves.push_back(curves_of(p, r, trace.jobs, o.gpus_per_host));
   }
+  if (results.empty()) throw mapper::Error(left_out.front());  // every placer was left out
   if (!o.per_job.empty()) write_output(o.per_job, per_job.str());
   if (!o.svg_dir.empty()) {
     const std::string what = std::to_string(trace.jobs.size()) + " jobs on " +
                              std::to_string(fabric.hosts.size()) + " hosts";
     write_svgs(o.svg_dir, what, curves);
   }
-  if (results.empty()) throw mapper::Error(left_out.front());
   const std::string out =
       o.format == "json"
           ? render_json(o, fabric, trace, trace.jobs.size(), results, left_out, model)
