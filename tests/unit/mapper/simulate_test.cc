@@ -25,16 +25,22 @@ struct Cluster {
   topology::NodeTopology node = make_node(8, 8, 450, 50);
 };
 
-Cluster small() {
+// A fat tree of `hosts` hosts of 8 GPUs, `per_leaf` a leaf, `oversub`:1 at the leaves; three
+// tiers with `leaves_per_pod` > 0.
+Cluster fat_tree(int hosts, int per_leaf, double oversub = 4, int leaves_per_pod = 0) {
   FatTreeSpec s;
-  s.hosts = 8;
-  s.hosts_per_leaf = 4;
-  s.leaf_oversub = 4;
+  s.hosts = hosts;
+  s.hosts_per_leaf = per_leaf;
+  s.leaf_oversub = oversub;
+  s.leaves_per_pod = leaves_per_pod;
   return {make_fat_tree(s)};
 }
 
-const std::vector<Placer> kAll = {Placer::kFlat, Placer::kTree, Placer::kTreeSwitches,
-                                  Placer::kPlace};
+// 8 hosts, two leaves of 4.
+Cluster small() { return fat_tree(8, 4); }
+
+const std::vector<Placer> kAll = {Placer::kFlat,  Placer::kTree,  Placer::kTreeSwitches,
+                                  Placer::kBlock, Placer::kPlace, Placer::kPlaceLoad};
 
 // Start time of each trace job (by its index), -1 for one that did not run.
 std::vector<double> starts(const Replay& r, std::size_t n) {
@@ -131,11 +137,7 @@ TEST(Replay, UtilisationAndFragmentationOverTime) {
 // 6-host job hosts 0-5 (the first of one free run): 3 leaves in 2 pods; tree puts a 2-host job
 // in one leaf, so one pod.
 TEST(Replay, LeavesAndSpinesPerJob) {
-  FatTreeSpec spec;
-  spec.hosts = 8;
-  spec.hosts_per_leaf = 2;
-  spec.leaves_per_pod = 2;
-  Cluster c{make_fat_tree(spec)};
+  Cluster c = fat_tree(8, 2, 1, 2);
   const Replay flat = run(c, {{"a", 0, 100, 48}}, Placer::kFlat);
   ASSERT_EQ(flat.jobs.size(), 1u);
   EXPECT_EQ(flat.jobs[0].placed_on, (std::vector<std::uint32_t>{0, 1, 2, 3, 4, 5}));
@@ -155,11 +157,7 @@ TEST(Replay, LeavesAndSpinesPerJob) {
 // host 4 in leaf 1, whose expected load (0.5 x 400 GB/s) plus d's 400 GB/s exceeds 400: d gets
 // max(1 - 200/400, 400/600) = 2/3 of it and is charged for it. Off, nobody is.
 TEST(Replay, JobsThatSpanLeavesShareTheirUplinks) {
-  FatTreeSpec spec;
-  spec.hosts = 12;
-  spec.hosts_per_leaf = 4;
-  spec.leaf_oversub = 4;
-  Cluster c{make_fat_tree(spec)};
+  Cluster c = fat_tree(12, 4);
   const std::vector<TraceJob> jobs = {
       {"a", 0, 1000, 24}, {"b", 0, 1000, 16}, {"c", 0, 1000, 16}, {"d", 0, 1000, 16}};
   ReplayOptions o;
@@ -176,8 +174,12 @@ TEST(Replay, JobsThatSpanLeavesShareTheirUplinks) {
   EXPECT_FALSE(by[2]->shared);  // in one leaf
   EXPECT_TRUE(by[3]->shared);
   EXPECT_EQ(summarize(on, jobs).shared, 1u);
-  // Its slowdown is the model's on leaf 1's uplink cut to 2/3: at least the uncut one.
-  EXPECT_DOUBLE_EQ(by[3]->slowdown, model.slowdown_sharing({7, 8}, {{1, 2.0 / 3}}));
+  // Its slowdown is the model's on leaf 1's uplink cut to 2/3, which the model tells apart from
+  // a cut to 1/2 or 5/6 (so the equality pins the share), and at least the uncut one.
+  const double two_thirds = model.slowdown_sharing({7, 8}, {{1, 2.0 / 3}});
+  ASSERT_NE(two_thirds, model.slowdown_sharing({7, 8}, {{1, 0.5}}));
+  ASSERT_NE(two_thirds, model.slowdown_sharing({7, 8}, {{1, 5.0 / 6}}));
+  EXPECT_DOUBLE_EQ(by[3]->slowdown, two_thirds);
   EXPECT_GE(by[3]->slowdown, model.slowdown({7, 8}));
   o.contention = false;
   const Replay off = replay(c.fabric, c.node, jobs, Placer::kFlat, o, model);
@@ -200,11 +202,7 @@ TEST(Replay, SharingUplinksSlowsAJobThatCrossesThem) {
 // fragmentation left); place-load sees that leaf's uplink already carrying a's expected load and
 // takes the two whole leaves instead, so b shares no uplink.
 TEST(Replay, PlaceLoadAvoidsLeavesOthersCross) {
-  FatTreeSpec spec;
-  spec.hosts = 16;
-  spec.hosts_per_leaf = 4;
-  spec.leaf_oversub = 4;
-  Cluster c{make_fat_tree(spec)};
+  Cluster c = fat_tree(16, 4);
   const std::vector<TraceJob> jobs = {{"a", 0, 1000, 48}, {"b", 1, 1000, 48}};
   ReplayOptions o;
   o.comm_fraction = 0.5;
@@ -244,10 +242,7 @@ TEST(Replay, BlockWaitsForALeafAndCountsWhatItNeverPlaces) {
   EXPECT_EQ(starts(tree, 3), (std::vector<double>{0, 1, 2}));
   EXPECT_EQ(starts(block, 3), (std::vector<double>{0, 1, 100}));
   for (const JobOutcome& o : block.jobs) EXPECT_EQ(o.leaves, 1u) << jobs[o.job].id;
-  FatTreeSpec spec;
-  spec.hosts = 80;
-  spec.hosts_per_leaf = 4;
-  Cluster three{make_fat_tree(spec)};
+  Cluster three = fat_tree(80, 4, 1);
   const std::vector<TraceJob> big = {{"x", 0, 100, 68 * 8}, {"y", 0, 100, 16}};
   const Replay r = run(three, big, Placer::kBlock);
   EXPECT_EQ(r.never_placed, 1u);
@@ -260,17 +255,19 @@ TEST(Replay, BlockWaitsForALeafAndCountsWhatItNeverPlaces) {
 TEST(Replay, SwitchesWaitBelongsToThePlacer) {
   // A and B leave one host in each leaf (flat packs them into hosts 0-5 and leaves 6-7 in one
   // leaf). C (2 hosts) spreads at once under tree and place; with --switches=1@300 it waits for
-  // one leaf until its wait runs out at 301, then spreads.
+  // one leaf until its wait runs out at 301, then spreads. topology/block never spreads it: it
+  // waits for a whole leaf, until A and B end at 1000.
   const std::vector<TraceJob> jobs = {{"A", 0, 1000, 24}, {"B", 0, 1000, 24}, {"C", 1, 100, 16}};
   Cluster c = small();
   for (Placer p : kAll) {
     const Replay r = run(c, jobs, p);
-    const double want = p == Placer::kTreeSwitches ? 301 : 1;
+    const bool one_leaf = p == Placer::kFlat || p == Placer::kBlock;
+    const double want = p == Placer::kTreeSwitches ? 301 : p == Placer::kBlock ? 1000 : 1;
     EXPECT_EQ(starts(r, jobs.size())[2], want) << to_string(p);
     for (const JobOutcome& o : r.jobs) {
       if (o.job == 2) {
-        EXPECT_EQ(o.leaves, p == Placer::kFlat ? 1u : 2u) << to_string(p);
-        EXPECT_DOUBLE_EQ(o.locality, p == Placer::kFlat ? 1.0 : 0.5) << to_string(p);
+        EXPECT_EQ(o.leaves, one_leaf ? 1u : 2u) << to_string(p);
+        EXPECT_DOUBLE_EQ(o.locality, one_leaf ? 1.0 : 0.5) << to_string(p);
       }
     }
   }
