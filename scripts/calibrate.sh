@@ -277,7 +277,9 @@ run_case() {
       continue
     fi
     if [ "$mpi_build" = yes ]; then
-      cmd=(srun --nodes="$n" --ntasks=$((n * g)) --distribution=arbitrary --gpus-per-node="$g"
+      # No --nodes: the hostfile names them, and Slurm 24.11's srun refuses the two together
+      # ("--nodes is incompatible with --distribution=arbitrary"); 22.05 takes either.
+      cmd=(srun --ntasks=$((n * g)) --distribution=arbitrary --gpus-per-node="$g"
            "${mpi_opt[@]}" --kill-on-bad-exit=1 --time="$step_time"
            "$bin_dir/${t}_perf" -b "$min_bytes" -e "$max_bytes" -f 2 -g 1)
     else
