@@ -7,10 +7,12 @@
 # `topo-aware shadow-report` summarizes the log.
 
 # What differs between two runs of the same srun command with or without any plugin, and so is
-# left out of the comparison: the job's id (each srun here is its own job), the task's pid, and
-# the ports srun listens on for this step. Nothing else: every other variable, the plugin's
-# included, must be equal.
-SHADOW_RUNTIME_VARS='SLURM_JOB_ID|SLURM_JOBID|SLURM_TASK_PID|SLURM_SRUN_COMM_PORT|SLURM_STEP_LAUNCHER_PORT'
+# left out of the comparison: the job's id (each srun here is its own job), its start and end
+# times (Slurm 24.11 exports them; a second later, they differ), the task's pid, and the ports
+# srun listens on for this step. Nothing else: every other variable, the plugin's included, must
+# be equal.
+SHADOW_RUNTIME_VARS='SLURM_JOB_ID|SLURM_JOBID|SLURM_JOB_START_TIME|SLURM_JOB_END_TIME|SLURM_TASK_PID'
+SHADOW_RUNTIME_VARS+='|SLURM_SRUN_COMM_PORT|SLURM_STEP_LAUNCHER_PORT'
 
 shadow_main() {
   local log=$LAB/shadow.log dump=$OUT/shadow-envdump.sh job lines name rc
