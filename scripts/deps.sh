@@ -24,10 +24,12 @@ want=(cmake ninja-build g++ pkg-config libhwloc-dev hwloc libtomlplusplus-dev li
 # the end-to-end test launches (Slurm's mpi_pmix comes with slurmd). debootstrap: the Debian 13
 # stage of scripts/test.sh (scripts/debroot.sh). bsdextrautils (column: quickstart's tables) and
 # jq (launch_overhead.sh): not in a minimal Debian, as a root made with debootstrap showed.
-# rpm: rpmspec checks the RPM spec template (ctest rpm_spec).
+# rpm: rpmspec checks the RPM spec template (ctest rpm_spec). file and dpkg-dev: CPack's .deb
+# generator runs both (dpkg-shlibdeps for the packages' dependencies; scripts/package.sh); a
+# minimal Debian 12 or 13 has neither, as a fresh trixie root's test.sh showed.
 [ "$set_" = build ] || want+=("${release_pkgs_unit[@]}" graphviz python3)
 case "$set_" in test|lab) want+=("${release_pkgs_test[@]}" iproute2 util-linux debootstrap
-                                      bsdextrautils jq rpm) ;; esac
+                                      bsdextrautils jq rpm file dpkg-dev) ;; esac
 if [ $list -eq 1 ]; then printf '%s\n' "${want[@]}"; exit 0; fi
 missing=()
 for p in "${want[@]}"; do
