@@ -15,8 +15,10 @@
 #                                                     beside it), each PATH given bound too
 # Inside a root, the tree's build/ is the root's own (DIR/var/cache/topo-aware/build, kept between
 # runs): build/release there is never the host's build/release, and the roots stay out of sight.
-# /tmp is a fresh tmpfs each run, so whatever a command starts there (the lab) lives and ends
-# within that one run.
+# /tmp is a fresh tmpfs each run: no later run sees what a command left there. Daemons a command
+# leaves running (a lab that quickstart.sh leaves up) keep running, and keep that /tmp, after
+# the run, where no later run can reach them to take them down: take the lab down in the same
+# command (`tests/lab/lab.sh down`), or its slurmctld holds the lab's port against the next lab.
 # SUITE: bookworm (12), trixie (13), forky (14). DEBROOT_MIRROR overrides the mirror.
 # Needs root and debootstrap (scripts/deps.sh test installs it).
 set -euo pipefail
