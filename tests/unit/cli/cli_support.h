@@ -14,6 +14,8 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <system_error>
+#include <vector>
 
 namespace topoaware::test {
 
@@ -41,12 +43,32 @@ inline std::string slurp(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
+inline std::string scratch_prefix() { return "topoaware-cli-" + std::to_string(::getpid()) + "-"; }
+
 // A path in the temp folder private to this test process.
 inline std::string scratch(const std::string& name) {
-  return (std::filesystem::temp_directory_path() /
-          ("topoaware-cli-" + std::to_string(::getpid()) + "-" + name))
-      .string();
+  return (std::filesystem::temp_directory_path() / (scratch_prefix() + name)).string();
 }
+
+// Whatever this process made with scratch() and did not remove is removed when it exits (ctest
+// runs each test in a process of its own): a test that stops at a failed ASSERT leaves nothing,
+// and neither does one that keeps a folder for the next steps of the same test.
+struct ScratchSweeper {
+  ScratchSweeper() = default;
+  ScratchSweeper(const ScratchSweeper&) = delete;
+  ScratchSweeper& operator=(const ScratchSweeper&) = delete;
+  ~ScratchSweeper() {
+    std::error_code ec;
+    const std::string prefix = scratch_prefix();
+    std::vector<std::filesystem::path> mine;  // listed first: no removal while reading the folder
+    std::filesystem::directory_iterator it(std::filesystem::temp_directory_path(ec), ec), end;
+    for (; !ec && it != end; it.increment(ec)) {
+      if (it->path().filename().string().rfind(prefix, 0) == 0) mine.push_back(it->path());
+    }
+    for (const auto& p : mine) std::filesystem::remove_all(p, ec);
+  }
+};
+inline ScratchSweeper scratch_sweeper;
 
 // `limits` prefixes a ulimit (address space, CPU seconds) to prove bounded cost.
 inline CliRun cli(const std::string& args, const std::string& limits = {}) {
