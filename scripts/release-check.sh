@@ -7,14 +7,17 @@
 # (scripts/release-lab.sh, after scripts/test.sh's trixie stage built the tree there); and Slurm's
 # node selection checked against the real slurmctld: a fresh recording of the host's Slurm
 # (tests/lab/select-check.sh, about 20 minutes) replayed through the reimplementation
-# (docs/placement.md, "Checked against slurmctld"). Times on the 2-core CI machine are in
-# docs/install.md; the roots are cached under build/roots.
+# (docs/placement.md, "Checked against slurmctld"); and the README's two commands on a clean
+# clone in a fresh Debian 13 root (scripts/readme-in-root.sh, about an hour). Times on the 2-core
+# CI machine are in docs/install.md; the roots are cached under build/roots.
 # Usage: scripts/release-check.sh [STEP...]
-#        (steps: host-clang trixie-clang forky-gcc forky-clang trixie-lab slurm-select)
+#        (steps: host-clang trixie-clang forky-gcc forky-clang trixie-lab slurm-select
+#         trixie-readme)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 steps=("$@")
-[ ${#steps[@]} -gt 0 ] || steps=(host-clang trixie-clang forky-gcc forky-clang trixie-lab slurm-select)
+[ ${#steps[@]} -gt 0 ] || steps=(host-clang trixie-clang forky-gcc forky-clang trixie-lab slurm-select
+                                   trixie-readme)
 for step in "${steps[@]}"; do
   echo "== $step"
   t0=$SECONDS
@@ -33,6 +36,7 @@ for step in "${steps[@]}"; do
                   cmake --build build/release --target mapper_tests
                   TOPOAWARE_SLURM_SELECT_DIR=$PWD/build/slurm-select build/release/tests/mapper_tests \
                     --gtest_filter='SlurmSelectRecorded.*' ;;
+    trixie-readme) mkdir -p build; scripts/readme-in-root.sh trixie | tee build/readme-trixie.log ;;
     *) echo "topo-aware: release-check.sh: unknown step '$step'" >&2; exit 2 ;;
   esac
   echo "topo-aware: $step took $((SECONDS - t0)) s"
