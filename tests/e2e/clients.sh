@@ -138,7 +138,7 @@ examples() {
     # torchrun, one task a host: the plugin's PET_* defaults and nothing else on its command line
     # (Debian 12's torch 1.13 takes underscore flags and needs its output redirected).
     if ! torchrun_store_ok; then
-      skip_platform "client torchrun (torchrun-per-node.sbatch)" "$store_why"
+      skip_platform "client torchrun (torchrun-per-node.sbatch)" "$store_why" 3
       CLIENTS_RAN="$CLIENTS_RAN torchrun=ruled-out"
     else
       plan_json torchrun --tasks-per-node 1 --layout nproc=2,tp=2,pp=2

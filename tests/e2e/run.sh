@@ -66,6 +66,7 @@ VARS="RANK LOCAL_RANK WORLD_SIZE LOCAL_WORLD_SIZE NODE_RANK MASTER_ADDR MASTER_P
 # Counts per suite: "e2e" (the lab's own checks) and "clients" (tests/e2e/clients.sh).
 suite=e2e
 declare -A passed=([e2e]=0 [clients]=0) failed=([e2e]=0 [clients]=0) skipped=([e2e]=0 [clients]=0)
+declare -A ruled_out=([e2e]=0 [clients]=0)  # checks the platform rules out (skip_platform)
 pass() { passed[$suite]=$((passed[$suite] + 1)); echo "e2e: PASS: $*"; }
 fail() { failed[$suite]=$((failed[$suite] + 1)); echo "e2e: FAIL: $*"; }
 check() {  # description, command...
@@ -86,15 +87,17 @@ skip_check() {  # what, why
 # platform's own known message (not something missing that deps.sh would install): skipped with
 # the probe's words, also under CI=true, so a Debian release whose package cannot do it still
 # runs everything else. Each use names the probe and the message it matched.
-skip_platform() {  # what, why
+skip_platform() {  # what, why, how many checks it stands for
   skipped[$suite]=$((skipped[$suite] + 1))
-  echo "e2e: SKIP (the platform rules it out): $1: $2"
+  ruled_out[$suite]=$((ruled_out[$suite] + $3))
+  echo "e2e: SKIP (the platform rules it out, $3 checks): $1: $2"
 }
 summary() {
   local s
   {
     for s in e2e clients; do
-      echo "e2e: suite $s: ${passed[$s]} passed, ${failed[$s]} failed, ${skipped[$s]} skipped"
+      echo "e2e: suite $s: ${passed[$s]} passed, ${failed[$s]} failed, ${skipped[$s]} skipped," \
+        "${ruled_out[$s]} checks ruled out by the platform"
     done
     [ -z "${CLIENTS_RAN:-}" ] || echo "e2e: clients: $CLIENTS_RAN"
     echo "e2e: $(( ${passed[e2e]} + ${passed[clients]} )) passed," \
