@@ -92,18 +92,12 @@ EOF
   check "fail-closed: the plugin names the config file" grep -q 'malformed.toml' "$out/closed.err"
   "$lab" plugstack "config=/tmp/topo-aware-lab/etc/topo-aware.toml"
 
-  # Debian 13's python3-torch 2.6 is built without libuv, yet its TCPStore asks for libuv unless
-  # the caller passes use_libuv=False, and torchrun's rendezvous (static and c10d) never does: no
-  # torchrun can start there, with or without topo-aware (USE_LIBUV=0 is not read on that path).
-  tcpstore_ok() {
-    /usr/bin/python3 -c 'from datetime import timedelta; from torch.distributed import TCPStore
-TCPStore("127.0.0.1", 29577, 1, True, timedelta(seconds=5), multi_tenant=True)' 2>"$out/tcpstore.err"
-  }
+  # Debian 13's python3-torch 2.6 is built without libuv, and torchrun's rendezvous store asks for
+  # it: no torchrun can start there, with or without topo-aware (tests/e2e/clients/torchrun_store.py).
   if ! /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null || ! command -v torchrun >/dev/null; then
     echo "release-lab: torchrun: left out (no python3-torch or torchrun in this root)"
-  elif ! tcpstore_ok; then
-    echo "release-lab: torchrun: left out: this torch cannot start a TCPStore as torchrun makes it" \
-      "($(tail -1 "$out/tcpstore.err"))"
+  elif why=$(/usr/bin/python3 tests/e2e/clients/torchrun_store.py 2>&1); [ $? -eq 3 ]; then
+    echo "release-lab: torchrun: left out: $why"
   else
     # The example as written (etc/examples/torchrun-per-node.sbatch), one task a host.
     # Debian 12's torch 1.13 takes underscore flags and needs its output redirected.

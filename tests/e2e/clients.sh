@@ -37,22 +37,12 @@ client_skipped() {  # name, why
 }
 
 have_torch() { "$PY" -c 'import torch.distributed' 2>/dev/null && command -v torchrun >/dev/null; }
-# Whether torchrun can start its rendezvous with this torch: a TCPStore server made the way
-# torchrun's static and c10d rendezvous make it (torch 2.6: elastic/rendezvous/
-# static_tcp_rendezvous.py and c10d_rendezvous_backend.py construct TCPStore without use_libuv,
-# so the store's own default, libuv, applies and USE_LIBUV is not read). Debian 13's torch 2.6 is
-# built without libuv: there no torchrun starts, with or without topo-aware. Sets store_why to
-# that torch's message where it is that failure; any other failure is left to the checks.
+# Whether torchrun can start its rendezvous with this torch (clients/torchrun_store.py): where
+# this torch is built without libuv (Debian 13's), sets store_why to why and fails; any other
+# failure is left to the checks.
 torchrun_store_ok() {
-  store_why=""
-  "$PY" -c 'from datetime import timedelta; from torch.distributed import TCPStore
-TCPStore("127.0.0.1", 29577, 1, True, timedelta(seconds=5), multi_tenant=True)' \
-    2>"$OUT/torchrun-store.err" && return 0
-  grep -q "use_libuv was requested but PyTorch was build without libuv" "$OUT/torchrun-store.err" ||
-    return 0
-  store_why="this torch ($("$PY" -c 'import torch; print(torch.__version__)' 2>/dev/null)) cannot"
-  store_why+=" start the TCPStore torchrun's rendezvous makes: $(grep -m1 -o 'use_libuv was requested[^"]*' "$OUT/torchrun-store.err")"
-  return 1
+  store_why=$("$PY" "$CLIENTS/torchrun_store.py" 2>&1)
+  [ $? -ne 3 ]
 }
 # Slurm's mpi/pmix plugin, where the package that ships it put it: the file list of the package
 # holding slurm-wlm/mpi_pmix.so, else Slurm's plugin folder under the multiarch triplet.
