@@ -21,9 +21,23 @@ strict=0
 # What each suite runs today, a little under: raise them as suites grow, never lower one to let
 # a skip through.
 min_unit=370 min_cli=60 min_e2e=160 min_clients=28
-scripts/deps.sh test
 
 counts=()
+# Each stage's header, and how long the one before it took: "where the time went" at the end says
+# what a CI run spends its minutes on (the target is 45 on 2 cores).
+times=() stage_name="" stage_t0=$SECONDS
+stage() {
+  [ -n "$stage_name" ] && times+=("$(printf '%5d s  %s' $((SECONDS - stage_t0)) "$stage_name")")
+  stage_name=$1 stage_t0=$SECONDS
+  [ -z "$1" ] || echo "== $1"
+}
+# Said on the way out, also when a stage failed.
+where_the_time_went() {
+  stage ""
+  echo "== where the time went ($SECONDS s in all)"
+  printf '  %s\n' "${times[@]}"
+}
+trap where_the_time_went EXIT
 # ctest over one label; prints and keeps "label: N passed, M failed, K skipped" and fails when a
 # test failed or fewer than `min` passed. Args: build dir, label, min, ctest args...
 suite() {
@@ -80,7 +94,10 @@ build() {  # dir, extra cmake args...
 # build/slurm-releases with a private apt configuration (scripts/slurm-releases.sh), and each
 # build checked against its release's libslurmfull.so (ctest spank_release_*, in the unit suite).
 # Under CI a failed fetch fails the run; elsewhere (offline) the matrix is left out and said so.
-echo "== Slurm releases for the plugin's version matrix (scripts/slurm-releases.sh)"
+stage "what this needs (scripts/deps.sh test)"
+scripts/deps.sh test
+
+stage "Slurm releases for the plugin's version matrix (scripts/slurm-releases.sh)"
 matrix=""
 if releases=$(scripts/slurm-releases.sh build/slurm-releases); then
   echo "$releases"
@@ -94,10 +111,10 @@ else
   counts+=("slurm releases: left out (not fetched)")
 fi
 
-echo "== release build (warnings as errors)"
+stage "release build (warnings as errors)"
 # Debian's paths (CMAKE_INSTALL_PREFIX=/usr), so that its packages are what a site installs.
 build build/release -DTOPOAWARE_SLURM_RELEASES="$matrix" -DCMAKE_INSTALL_PREFIX=/usr
-echo "== release tests"
+stage "release tests"
 suite build/release unit "$min_unit" -j "$jobs"
 suite build/release cli "$min_cli" -j "$jobs"
 suite build/release bench 1 -j "$jobs"
@@ -105,21 +122,22 @@ suite build/release lint 3 -j "$jobs"
 suite build/release slurm 0
 # The .deb packages of this build (scripts/package.sh checks their names, pin and contents); the
 # end-to-end test installs them with dpkg -i, runs a step through them and removes them.
-echo "== packages (scripts/package.sh)"
+stage "packages (scripts/package.sh)"
 scripts/package.sh build/release build/packages
 export TOPOAWARE_E2E_PACKAGES=$here/build/packages
 counts+=("packages: $(cd build/packages && ls ./*.deb | sed 's|^\./||' | paste -sd' ')")
+stage "end-to-end test on the lab (tests/e2e/run.sh)"
 rm -f build/release/e2e-summary.txt
 suite build/release e2e 0
 e2e_summary build/release
 
-echo "== sanitizer build (ASan + UBSan)"
+stage "sanitizer build (ASan + UBSan)"
 # -O1 and line tables only (reports still name file and line): on 2 cores this build took 932 s
 # at -O2 -g, twice the release build, and takes 464 s so; its tests ran as fast (194 s, 190 s).
 san_flags="-O1 -g1 -DNDEBUG"
 build build/asan -DTOPOAWARE_SANITIZE=ON -DTOPOAWARE_BUILD_SPANK=OFF -DTOPOAWARE_BUILD_BENCH=OFF \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$san_flags" -DCMAKE_C_FLAGS_RELWITHDEBINFO="$san_flags"
-echo "== sanitizer tests"
+stage "sanitizer tests"
 # intercept_tls_get_addr=0: hwloc dlopens and dlcloses its plugins (gl, opencl, pci, libxml) on
 # every first topology and last destroy; with enough such modules GCC 12's LeakSanitizer scans
 # the stale dynamic-TLS block of a closed one and its tracer dies of SIGSEGV after the test
@@ -131,7 +149,7 @@ suite build/asan cli "$min_cli" -j "$jobs"
 suite build/asan slurm 0
 unset ASAN_OPTIONS UBSAN_OPTIONS
 
-echo "== fuzz targets, 10 s each (scripts/fuzz.sh)"
+stage "fuzz targets, 10 s each (scripts/fuzz.sh)"
 # Every target, hwloc_xml included: hwloc's XML import now runs first in a forked child, so
 # what crashes or leaks inside hwloc there is a refusal here (docs/fuzzing.md). FUZZ_SKIP="a b"
 # leaves targets out.
@@ -148,13 +166,13 @@ default_suites=""
 [ "$release" = bookworm ] && default_suites=trixie
 suites=${TOPOAWARE_ROOT_SUITES-$default_suites}
 for root_suite in $suites; do
-  echo "== $root_suite root: whole tree with its GCC, unit tests (scripts/root-build.sh)"
+  stage "$root_suite root: whole tree with its GCC, unit tests (scripts/root-build.sh)"
   t0=$SECONDS
   scripts/root-build.sh "$root_suite" gcc
   echo "topo-aware: $root_suite stage took $((SECONDS - t0)) s"
   # The lab on that release's own Slurm (24.11 in trixie) with the plugin built there: a reduced
   # end-to-end test, about a minute with the root warm (scripts/release-lab.sh).
-  echo "== $root_suite root: the lab on its Slurm (scripts/release-lab.sh)"
+  stage "$root_suite root: the lab on its Slurm (scripts/release-lab.sh)"
   t0=$SECONDS
   scripts/release-lab.sh "$root_suite" | tee "build/release-lab-$root_suite.log"
   counts+=("$root_suite lab: $(grep -E '^release-lab: [0-9]+ passed' "build/release-lab-$root_suite.log")")
