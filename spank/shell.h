@@ -93,7 +93,7 @@ const char *ta_spec_for_message(const char *spec);
 char *ta_expand_hosts(const char *list);
 
 /* srun.c: srun, sbatch, salloc. */
-int ta_srun_option(const char *optarg);
+int ta_srun_option(const char *spec);
 void ta_srun_init(void);
 int ta_srun_init_post_opt(void);
 int ta_srun_local_user_init(spank_t sp);

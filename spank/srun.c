@@ -24,20 +24,20 @@
 /* srun/sbatch/salloc's option callback. It does not fail: Slurm would answer "Invalid
  * --topo-aware argument: " with the whole SPEC after our message, 30 KB of it for a layout pasted
  * by mistake; init_post_opt fails instead. */
-int ta_srun_option(const char *optarg) {
+int ta_srun_option(const char *spec) {
   char err[TA_ERRLEN] = "";
   const char *env = getenv("TOPO_AWARE");
   /* TOPO_AWARE handed over as the option (ta_srun_init) comes first; the command line after. */
   ta_ctx.spec_origin =
-      env != NULL && optarg != NULL && strcmp(env, optarg) == 0 ? "TOPO_AWARE" : "--topo-aware";
-  if (ta_set_spec(optarg, err, sizeof err) != 0) {
+      env != NULL && spec != NULL && strcmp(env, spec) == 0 ? "TOPO_AWARE" : "--topo-aware";
+  if (ta_set_spec(spec, err, sizeof err) != 0) {
     /* A shadow step never fails: srun reports the SPEC's problem in its shadow line. */
-    if (ta_shadow_for(optarg)) {
-      ta_keep_spec(optarg);
+    if (ta_shadow_for(spec)) {
+      ta_keep_spec(spec);
       ta_ctx.option_invalid = 0;
       return 0;
     }
-    slurm_error("topo-aware: invalid --topo-aware=%s: %s", ta_spec_for_message(optarg), err);
+    slurm_error("topo-aware: invalid --topo-aware=%s: %s", ta_spec_for_message(spec), err);
     ta_ctx.option_invalid = 1;
     return 0;
   }

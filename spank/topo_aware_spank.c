@@ -26,11 +26,11 @@ int slurm_spank_init_failure_mode = ESPANK_JOB_FAILURE;
 
 struct ta_context ta_ctx = {"--topo-aware", 0, 0, -1, 0, 0, 0, 0, 0, "", "", 0, 0};
 
-static int option_cb(int val, const char *optarg, int is_remote) {
+static int option_cb(int val, const char *spec, int is_remote) {
   (void)val;
   /* slurmstepd (as root, and Slurm ignores a failure here): keep it, user_init checks it. */
-  if (is_remote) return ta_keep_spec(optarg);
-  return ta_srun_option(optarg);
+  if (is_remote) return ta_keep_spec(spec);
+  return ta_srun_option(spec);
 }
 
 static struct spank_option ta_option = {

@@ -725,9 +725,10 @@ void run_check(const CalibrateOptions& o) {
     }
     const bool ok = agree == pairs;
     ranked += ok ? 1 : 0;
-    auto best = [&](bool measured) {
-      const Case* b = list.front();
-      for (const Case* c : list) {
+    // By a named reference: clang before 16 cannot capture a structured binding (P1091).
+    auto best = [&same = list](bool measured) {
+      const Case* b = same.front();
+      for (const Case* c : same) {
         const double v = measured ? c->measured.plateau_busbw_GBps
                                   : c->corrected.plateau_busbw_GBps;
         const double bv = measured ? b->measured.plateau_busbw_GBps

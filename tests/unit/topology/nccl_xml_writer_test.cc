@@ -144,7 +144,10 @@ TEST(NcclXmlWriter, EveryCaptureKeepsOnlyThePathsToGpusNicsAndNvswitches) {
     }
     EXPECT_GE(back.gpus().size(), node.gpus().size());
     // Each kept <pci> carries what NCCL reads, as the model holds it.
-    for (const auto& [busid, attrs] : written) {
+    for (const auto& entry : written) {
+      // Named, not a structured binding: clang before 16 cannot capture one (P1091).
+      const std::string& busid = entry.first;
+      const auto& attrs = entry.second;
       ASSERT_TRUE(on_path.count(busid));
       VertexId v = on_path.at(busid);
       const PciInfo& p = g.vertex(v).pci;
