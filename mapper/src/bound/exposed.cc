@@ -17,6 +17,7 @@
 //   dims' exposed NCCL floors; at least the NCCL floors alone; and at least the NCCL floors of
 //   the visible dims that must split plus this bound of the step without them.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -332,13 +333,17 @@ double exposed_bound(const Machine& machine, const Traffic& traffic, bool whole_
     }
     if (hidden_dims == 1) {
       const DimTraffic& h = traffic.dims[hidden_dim];
-      std::vector<double> breaks = {0.0};
-      if (h.hidden_share > 0) breaks.push_back(h.hidden_first_s / h.hidden_share);
-      if (h.hidden_share < 1) breaks.push_back(h.hidden_rest_s / (1 - h.hidden_share));
+      // The breakpoints: 0, and where each of the two parts of its time ends (at most three).
+      std::array<double, 3> breaks{};
+      std::size_t n_breaks = 1;
+      if (h.hidden_share > 0) breaks[n_breaks++] = h.hidden_first_s / h.hidden_share;
+      if (h.hidden_share < 1) breaks[n_breaks++] = h.hidden_rest_s / (1 - h.hidden_share);
       for (double mu : {h.hidden_share, 1 - h.hidden_share}) {
         if (!(mu > 0 && mu < 1)) continue;
         double conjugate = 0;
-        for (double t : breaks) conjugate = std::max(conjugate, mu * t - exposed_seconds(h, t));
+        for (std::size_t b = 0; b < n_breaks; ++b) {
+          conjugate = std::max(conjugate, mu * breaks[b] - exposed_seconds(h, breaks[b]));
+        }
         Traffic scaled = routed_view(traffic, floors, all);
         scaled.dims[hidden_dim].bytes *= mu;
         const double routed = routed_bound(view_machine, scaled, whole_cuts, counted, &whole);
