@@ -89,14 +89,14 @@ build() {  # dir, extra cmake args...
   cmake --build "$dir" -j "$jobs"
 }
 
+stage "what this needs (scripts/deps.sh test)"
+scripts/deps.sh test
+
 # The SPANK plugin's version matrix: besides the system's Slurm, built with -Werror against the
 # headers of Debian trixie's and forky's Slurm (24.11 and 26.05 today), fetched once into
 # build/slurm-releases with a private apt configuration (scripts/slurm-releases.sh), and each
 # build checked against its release's libslurmfull.so (ctest spank_release_*, in the unit suite).
 # Under CI a failed fetch fails the run; elsewhere (offline) the matrix is left out and said so.
-stage "what this needs (scripts/deps.sh test)"
-scripts/deps.sh test
-
 stage "Slurm releases for the plugin's version matrix (scripts/slurm-releases.sh)"
 matrix=""
 if releases=$(scripts/slurm-releases.sh build/slurm-releases); then
@@ -167,16 +167,12 @@ default_suites=""
 suites=${TOPOAWARE_ROOT_SUITES-$default_suites}
 for root_suite in $suites; do
   stage "$root_suite root: whole tree with its GCC, unit tests (scripts/root-build.sh)"
-  t0=$SECONDS
   scripts/root-build.sh "$root_suite" gcc
-  echo "topo-aware: $root_suite stage took $((SECONDS - t0)) s"
   # The lab on that release's own Slurm (24.11 in trixie) with the plugin built there: a reduced
   # end-to-end test, about a minute with the root warm (scripts/release-lab.sh).
   stage "$root_suite root: the lab on its Slurm (scripts/release-lab.sh)"
-  t0=$SECONDS
   scripts/release-lab.sh "$root_suite" | tee "build/release-lab-$root_suite.log"
   counts+=("$root_suite lab: $(grep -E '^release-lab: [0-9]+ passed' "build/release-lab-$root_suite.log")")
-  echo "topo-aware: $root_suite lab took $((SECONDS - t0)) s"
 done
 echo "== what ran"
 printf '  %s\n' "${counts[@]}"
