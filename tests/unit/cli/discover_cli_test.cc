@@ -93,8 +93,6 @@ TEST(DiscoverCli, BadInputExitsOneNamingTheFile) {
   fs::remove(trunc);
 }
 
-// A capture saved from a terminal (BOM, prompt and command, CRLF, the next prompt) or gzipped
-// gives the same node; the skipped lines are noted; --format names the format.
 // What hwloc itself does with an XML file under its own parser (HWLOC_LIBXML_IMPORT=0), asked in
 // a child process with the flags import_in_child uses (hwloc_source.cc): loaded, rejected, or
 // crashed. hwloc reads that variable once per process, at its first XML import; ctest runs each
@@ -156,6 +154,8 @@ TEST(DiscoverCli, AFileThatCrashesHwlocsImportIsRefusedByName) {
   EXPECT_NE(libxml.err.find("hwloc cannot import this XML"), std::string::npos) << libxml.err;
 }
 
+// A capture saved from a terminal (BOM, prompt and command, CRLF, the next prompt) or gzipped
+// gives the same node; the skipped lines are noted; --format names the format.
 TEST(DiscoverCli, TerminalCapturesAndGzipGiveTheSameNode) {
   std::string text = slurp(std::string(TOPOAWARE_TEST_FIXTURES) + "/" + kNdv4);
   std::string crlf;
